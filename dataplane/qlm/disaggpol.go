@@ -2,6 +2,7 @@ package qlm
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
@@ -65,6 +66,9 @@ func (p *Policy) disaggSetup() (bool, error) {
 		if in.role == "" {
 			continue
 		}
+		// Instances of one GPU type share their profile list (Attach): a role instance's
+		// copies go in a list of its own.
+		in.llms = slices.Clone(in.llms)
 		for k, e := range in.llms {
 			key := roleKey{e.m, in.role}
 			c := copies[key]

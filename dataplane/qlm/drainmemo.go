@@ -3,6 +3,9 @@ package qlm
 import (
 	"fmt"
 	"math"
+	"math/bits"
+
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // The placement of a new request group (qlmQueue.place, QLM §7 [ours]: least estimated
@@ -26,6 +29,26 @@ type drainMemo struct {
 	tail       []string
 	swap       []swapEntry
 	ids        []placeIDs
+	// last is the time of the last placement, gap the mean time between placements
+	// (decayed); eager tells whether a drain computed now would likely be read by one.
+	last, gap dataplane.Time
+}
+
+// placed records a placement at now.
+func (m *drainMemo) placed(now dataplane.Time) {
+	if m.last > 0 {
+		m.gap += (now - m.last - m.gap) / 8
+	}
+	m.last = now
+}
+
+// eager reports whether an instance whose drain stays as it is until until should have
+// it computed now, while the caller holds its state in cache (stepAll, after its step): when
+// a placement is due before then. Otherwise place recomputes it if it reads it (at 8 instances
+// in BenchmarkSimScale an instance steps about twice between placements, at 128 once in
+// six).
+func (m *drainMemo) eager(now, until dataplane.Time) bool {
+	return until-now >= m.gap
 }
 
 type swapEntry struct {
@@ -35,9 +58,11 @@ type swapEntry struct {
 
 // placeIDs are the instance indices of one eligible list, named by the address of its
 // first element (eligible and routed keep their lists until setDown drops them, and this).
+// mask has the bit of each (nil unless the list is in index order, as eligible makes it).
 type placeIDs struct {
 	first **instance
 	ids   []int32
+	mask  []uint64
 }
 
 func (m *drainMemo) init(n int) {
@@ -64,26 +89,73 @@ func (p *Policy) forgetDrains() {
 	clear(p.dm.swapOK)
 }
 
-// placeIDs is the instance indices of el, an eligible or routed list (kept while memoOn).
-func (p *Policy) placeIDs(el []*instance) []int32 {
+// placeIDs is the instance indices of el, an eligible or routed list, and their mask when
+// the list is in index order (kept while memoOn).
+func (p *Policy) placeIDs(el []*instance) ([]int32, []uint64) {
 	if p.memoOn && len(el) > 0 {
 		for _, c := range p.dm.ids {
 			if c.first == &el[0] && len(c.ids) == len(el) {
-				return c.ids
+				return c.ids, c.mask
 			}
 		}
 	}
 	ids := make([]int32, len(el))
+	mask := make([]uint64, len(p.dm.ok))
 	for k, in := range el {
 		ids[k] = int32(in.ID)
+		if mask != nil && (k > 0 && in.ID <= el[k-1].ID || in.ID < 0 || in.ID/64 >= len(mask)) {
+			mask = nil
+		}
+		if mask != nil {
+			mask[in.ID/64] |= 1 << (in.ID % 64)
+		}
 	}
 	if p.memoOn && len(el) > 0 {
 		if len(p.dm.ids) >= 8 {
 			p.dm.ids = p.dm.ids[:0]
 		}
-		p.dm.ids = append(p.dm.ids, placeIDs{&el[0], ids})
+		p.dm.ids = append(p.dm.ids, placeIDs{&el[0], ids, mask})
 	}
-	return ids
+	return ids, mask
+}
+
+// placeKept is place's pass over the instances of mask (a list in index order) with the
+// kept drains: the same candidates in the same order, the list's kept drains read a word of
+// the kept bits at a time (at 128 instances the pass over the indices cost about 28
+// instructions an instance). best is the list's first instance.
+func (q *qlmQueue) placeKept(p *Policy, g *group, mask []uint64, best int) int {
+	bt := math.Inf(1)
+	okw, ts, tails := p.dm.ok, p.dm.t, p.dm.tail
+	for w, lm := range mask {
+		kw := okw[w]
+		for m := lm; m != 0; m &= m - 1 {
+			j := bits.TrailingZeros64(m)
+			i := w<<6 | j
+			var t float64
+			var prev string
+			if kw&(1<<j) != 0 {
+				// A kept drain at the best so far cannot win (a swap only adds, place).
+				if t = ts[i]; t >= bt {
+					continue
+				}
+				prev = tails[i]
+			} else if t, prev = q.drainAll(p, i); t >= bt {
+				continue
+			}
+			// The model swap, as in place.
+			if prev != "" && g.model != prev {
+				t += p.swapKept(i, g.model)
+			}
+			if t < bt {
+				best, bt = i, t
+				// As in place: nothing later drains below zero.
+				if bt <= 0 && p.drainFloor {
+					return best
+				}
+			}
+		}
+	}
+	return best
 }
 
 // drainAll is qlmQueue.drain(p, in, len(its queue)) for instance i and the model its queue
@@ -110,11 +182,11 @@ func (q *qlmQueue) drainAll(p *Policy, i int) (float64, string) {
 // drainTail computes drainAll's pair.
 func (q *qlmQueue) drainTail(p *Policy, in *instance) (float64, string) {
 	v := q.vq[in.ID]
-	tail := in.upcoming()
-	if len(v) > 0 {
-		tail = v[len(v)-1].model
+	if len(v) == 0 {
+		// drain of no group: the residual alone.
+		return q.residual(p, in), in.upcoming()
 	}
-	return q.drain(p, in, len(v)), tail
+	return q.drain(p, in, len(v)), v[len(v)-1].model
 }
 
 // swapKept is p.swapSeconds(p.inst[i], model), kept with instance i's drain (its inputs, the
@@ -138,4 +210,23 @@ func (p *Policy) swapKept(i int, model string) float64 {
 	*e = swapEntry{model, s}
 	p.dm.swapOK[w] |= b
 	return s
+}
+
+// nonNegDrains reports whether every drain place compares is at least zero: the residual
+// (tokens of at least 1 each ÷ Θ, plus external work, itself ≥ 0 at a mean output ≥ 0), the
+// model swaps (≥ 1 µs, newLM) and the groups' Eq. 2 drains (members × μ ÷ Θ) are then ≥ 0 (or
+// NaN, which never wins). It holds when every class's mean output is ≥ 0 and every
+// profile's Θ > 0 (a profiled-over-time Θ is tokens ÷ seconds, both ≥ 0).
+func (p *Policy) nonNegDrains() bool {
+	for _, c := range p.class {
+		if !(c.Out.Mean >= 0) {
+			return false
+		}
+	}
+	for _, m := range p.models {
+		if !(m.thetaTokPerSec > 0) {
+			return false
+		}
+	}
+	return true
 }

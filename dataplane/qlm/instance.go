@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
@@ -46,11 +47,14 @@ type instance struct {
 	// Engine is the instance's LLM engine (running and swapped sequences, KV, the iteration
 	// in flight); its ID is the instance's index.
 	llm.Engine
-	// The fields up to floor are the ones an event on the instance, its step, its residual
+	// The fields up to gpu are the ones an event on the instance, its step, its residual
 	// and the placement and pull passes over the instances read: they follow the engine's
 	// in three cache lines (at 128 instances they were spread over five, the 528-byte
-	// admission door in between).
-	model   string
+	// admission door in between). An iteration's end and the next one's dispatch read all
+	// three and no other (the worker was a fourth).
+	model string
+	// w is the instance's worker (Attach: instance i runs on worker i).
+	w       dataplane.WorkerID
 	loading bool
 	// down: the instance's worker failed (EvWorkerDown) and is not back.
 	down bool
@@ -68,6 +72,10 @@ type instance struct {
 	// QLM's own requests included); 0 without an observation (ObserveInstance: remote
 	// engines only). Each observation replaces the last, so no timestamp is kept.
 	observed float64
+	// floor is the batch size below which the deadline guard admits and protectDeadlines
+	// does not evict: the decode knee while waiting groups are behind, else 0 (re-checked
+	// every tick, so it does not flip between an admission and the next step's eviction).
+	floor int
 	// llms are the profiles of the instance's GPU by model name (Attach): llmFor scans these
 	// few entries instead of hashing a two-string key into Policy.models, which took ~40% of
 	// a 128-instance simulation.
@@ -86,14 +94,9 @@ type instance struct {
 	// paceReal and paceNominal are decayed sums of the steps' observed and profiled times
 	// (observePace): a wall-clock server whose steps end late runs slower than its profile.
 	paceReal, paceNominal float64
-	// floor is the batch size below which the deadline guard admits and protectDeadlines
-	// does not evict: the decode knee while waiting groups are behind, else 0 (re-checked
-	// every tick, so it does not flip between an admission and the next step's eviction).
-	floor int
-	gpu   string
+	gpu                   string
 	// warm lists the models kept in CPU memory (warm start), least recently used first.
 	warm     []string
-	w        dataplane.WorkerID
 	target   string
 	cpuBytes int64
 	// role is the instance's part in a disaggregated deployment ("", prefill, decode);
@@ -107,6 +110,10 @@ type instance struct {
 	// door keeps admission's replay of this engine between arrivals (llm.Door): 528 bytes
 	// only admission reads.
 	door llm.Door
+	// The records are one array (Attach): an odd number of 64-byte lines each (17) keeps
+	// every record's lines at the same offsets and spreads the k-th line of consecutive
+	// records over all of the L1's 64 sets (at 1,024 bytes they shared 4).
+	_ [88]byte
 }
 
 // namedLLM is one entry of instance.llms.
@@ -182,12 +189,25 @@ type Stats struct {
 
 // model returns the instance's timing for model name (nil when it has no profile there).
 func (p *Policy) llmFor(in *instance, name string) *lm {
+	// The names are interned (Attach) and unique in llms: the entry whose name shares the
+	// bytes of name is the one a comparison finds, without a call to compare bytes per
+	// entry (llmFor runs several times per event).
+	for i := range in.llms {
+		if e := &in.llms[i]; sameBytes(e.name, name) {
+			return e.m
+		}
+	}
 	for i := range in.llms {
 		if in.llms[i].name == name {
 			return in.llms[i].m
 		}
 	}
 	return nil
+}
+
+// sameBytes: a and b are one string (the same bytes, not only equal ones).
+func sameBytes(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
 }
 
 // dispatchIteration sends the iteration as one batch per application on the instance's

@@ -37,6 +37,7 @@ func (p *Policy) ObserveInstance(now dataplane.Time, instance string, waiting, r
 	for i, in := range p.setup.Instances {
 		if in.Name == instance && i < len(p.inst) {
 			p.inst[i].observed = n
+			p.observedAny = p.observedAny || n > 0
 			p.touch(i)
 			return
 		}

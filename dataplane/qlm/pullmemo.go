@@ -31,7 +31,7 @@ func (m *pullMemo) has(ver uint64, in *instance, empty bool) bool {
 		return false
 	}
 	for _, k := range m.kinds {
-		if k.empty == empty && k.model == in.model && k.gpu == in.gpu && (!empty || slices.Equal(k.warm, in.warm)) {
+		if k.empty == empty && eqName(k.model, in.model) && eqName(k.gpu, in.gpu) && (!empty || slices.Equal(k.warm, in.warm)) {
 			return true
 		}
 	}
@@ -52,3 +52,7 @@ func (m *pullMemo) add(ver uint64, in *instance, empty bool) {
 	}
 	m.kinds = append(m.kinds, k)
 }
+
+// eqName is a == b, without the call that compares bytes when both are one interned name
+// (Attach interns the model and GPU names).
+func eqName(a, b string) bool { return sameBytes(a, b) || a == b }

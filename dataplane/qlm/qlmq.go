@@ -136,12 +136,17 @@ func (q *qlmQueue) place(p *Policy, now dataplane.Time, g *group) int {
 	case "random":
 		return el[int(llm.U01(uint64(g.id), p.opt.seed)*float64(len(el)))%len(el)].ID
 	}
+	p.dm.placed(now)
 	best, bt := el[0].ID, math.Inf(1)
 	// Each instance's drain and tail are kept between calls (drainAll); a kept one is read
 	// here (drainAll checks it under checkMemo).
 	kept := p.memoOn && !p.checkMemo
+	ids, mask := p.placeIDs(el)
+	if kept && mask != nil {
+		return q.placeKept(p, g, mask, best)
+	}
 	okw, ts := p.dm.ok, p.dm.t
-	for _, id := range p.placeIDs(el) {
+	for _, id := range ids {
 		i := int(id)
 		var t float64
 		var prev string
@@ -168,6 +173,12 @@ func (q *qlmQueue) place(p *Policy, now dataplane.Time, g *group) int {
 		}
 		if t < bt {
 			best, bt = i, t
+			// No later instance drains below zero (Policy.drainFloor), and only one that
+			// drains below the best wins: the rest of the pass (and the recompute of their
+			// forgotten drains) cannot change the choice.
+			if bt <= 0 && p.drainFloor && p.memoOn {
+				break
+			}
 		}
 	}
 	return best
@@ -210,25 +221,41 @@ func (q *qlmQueue) residual(p *Policy, in *instance) float64 {
 }
 
 func (q *qlmQueue) residualNow(p *Policy, in *instance) float64 {
-	ext := p.externalSeconds(in)
+	// externalSeconds is 0 without an observation (externalRequests): no call then.
+	ext := 0.0
+	if in.observed > 0 {
+		ext = p.externalSeconds(in)
+	}
 	m := p.llmFor(in, in.model)
 	if m == nil {
 		return ext
 	}
 	var tok float64
 	for _, s := range in.Running {
-		c := &p.class[s.App]
-		tok += math.Max(c.Out.Mean-float64(s.Gen), 1)
+		tok += atLeast1(p.class[s.App].Out.Mean - float64(s.Gen))
 	}
 	for _, s := range in.Swapped {
-		c := &p.class[s.App]
-		tok += math.Max(c.Out.Mean-float64(s.Gen), 1)
+		tok += atLeast1(p.class[s.App].Out.Mean - float64(s.Gen))
 	}
-	r := tok / p.theta(in, in.model)
+	// theta(in, in.model), with the profile already found.
+	th := m.thetaTokPerSec
+	if in.satDecodes >= 50 && in.satTime > 0 {
+		th = in.satTok / in.satTime
+	}
+	r := tok / th
 	if ext > 0 {
 		r += ext
 	}
 	return r
+}
+
+// atLeast1 is math.Max(x, 1) (NaN stays NaN) without its call: residualNow runs it per
+// running sequence of every instance whose drain place recomputes.
+func atLeast1(x float64) float64 {
+	if x < 1 {
+		return 1
+	}
+	return x
 }
 
 func (p *Policy) swapSeconds(in *instance, model string) float64 {

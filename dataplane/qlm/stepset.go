@@ -97,6 +97,11 @@ func (p *Policy) touch(i int) {
 	}
 }
 
+// isQuiet: instance i is quiet (as its last step left it, untouched since).
+func (p *Policy) isQuiet(i int) bool {
+	return i >= 0 && i/64 < len(p.ss.quiet) && p.ss.quiet[i/64]&(1<<(i%64)) != 0
+}
+
 // touchAll makes the next pass step every instance.
 func (p *Policy) touchAll() {
 	for _, in := range p.inst {
@@ -157,9 +162,18 @@ func (p *Policy) stepAll(now dataplane.Time, out *dataplane.Decisions) {
 		}
 		return
 	}
+	qq, _ := sq.(*qlmQueue)
 	for i := p.nextStep(0, sq); i >= 0; i = p.nextStep(i+1, sq) {
-		in := p.inst[i]
 		w, b := i/64, uint64(1)<<(i%64)
+		if p.heldQuiet(now, qq, w, b) {
+			// Its step would only hold it (step: the arrival hold), changing nothing:
+			// it is held, and idle until the next change, without reading its record (at
+			// 128 instances each arrival visits every quiet instance).
+			p.held = append(p.held, i)
+			p.ss.idle[w] |= b
+			continue
+		}
+		in := p.inst[i]
 		// A quiet instance reads only its GPU's profiles, its model and its warm cache in pull
 		// and split (its queue, running batch and swapped set are empty, and with no observed
 		// external load externalSeconds is 0).
@@ -178,6 +192,13 @@ func (p *Policy) stepAll(now dataplane.Time, out *dataplane.Decisions) {
 		in.resOK = false
 		p.forgetDrain(i)
 		p.classify(in, sq)
+		if qq != nil && p.memoOn && (!in.Busy || p.dm.eager(now, in.iterEnd)) {
+			// Its drain for place, now while the step left its running batch and queue in
+			// cache, when a placement is likely before its iteration ends (drainMemo.eager):
+			// recomputed by place, it read them cold (at 128 instances about 22 per
+			// placement).
+			qq.drainAll(p, i)
+		}
 		switch {
 		case queued || !sq.empty(in):
 			// Others read its new state.
@@ -187,6 +208,16 @@ func (p *Policy) stepAll(now dataplane.Time, out *dataplane.Decisions) {
 			p.ss.idle[w] |= b
 		}
 	}
+}
+
+// heldQuiet: the pass's visit of the instance at bit b of word w would hold it and mark it
+// idle, and nothing else. It is quiet (idle, nothing running, swapped or queued: its step
+// reaches the hold; stepset.go's invariant), not idle yet, with no external load (so
+// wasQuiet) and its kind not known to find nothing at this change (the pull memo holds an
+// older change's kinds: findsNothing is false); the arrival hold is on.
+func (p *Policy) heldQuiet(now dataplane.Time, qq *qlmQueue, w int, b uint64) bool {
+	return qq != nil && now < p.hold && !p.observedAny && p.ss.quiet[w]&b != 0 && p.ss.idle[w]&b == 0 &&
+		qq.none.ver != p.ss.ver
 }
 
 // checkIdle (checkMemo) panics when an instance the pass skips as idle would pull or split.
