@@ -108,7 +108,7 @@ type Policy struct {
 	inflight [][]dataplane.ReqID
 	nDown    int
 	scratch  []dataplane.ReqID
-	pending  []bool // batchDone's pendingOf
+	pending  []uint8 // batchDone's pendingOf
 	// checkRoute, when set (tests), gets every indexed routing choice and the scan's.
 	checkRoute func(index, scan int)
 	// cand: the GPUs that may have become ready since last tried (bitset); aging: queue
@@ -632,11 +632,11 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 	b := p.v.Batch(ev.Batch)
 	p.pending = pendingOf(p.v, b.Reqs, p.pending)
 	for i, id := range b.Reqs {
-		if !p.pending[i] {
+		if p.pending[i] == reqFinished {
 			continue
 		}
 		r := p.v.Req(id)
-		if r.CancelRequested {
+		if p.pending[i] == reqWithdrawn {
 			// Withdrawn while the batch ran: no further model, no answer.
 			out.Drop(id, dataplane.StageID(st), dataplane.DropCancelled, 0)
 			continue
