@@ -66,7 +66,7 @@ type Cocktail struct {
 	inflight [][]dataplane.ReqID
 	nDown    int
 	scratch  []dataplane.ReqID
-	pending  []bool // EvBatchDone's pendingOf
+	pending  []uint8 // EvBatchDone's pendingOf
 	// ix indexes routing and batch starts (cocktailindex.go).
 	ix cocktailIndex
 
@@ -266,11 +266,10 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 		b := p.v.Batch(ev.Batch)
 		p.pending = pendingOf(p.v, b.Reqs, p.pending)
 		for i, id := range b.Reqs {
-			switch r := p.v.Req(id); {
-			case !p.pending[i]:
-			case r.CancelRequested:
+			switch p.pending[i] {
+			case reqWithdrawn:
 				out.Drop(id, p.stage, dataplane.DropCancelled, 0) // withdrawn while it ran: no answer
-			default:
+			case reqPending:
 				out.Complete(id, p.stage)
 			}
 		}

@@ -161,6 +161,8 @@ func TestCocktailCounts(t *testing.T) {
 		{"scales out and in", two, map[string]string{"packing": "1000", "interval_ms": "5000"}, spike, nil, 16 * dataplane.Second, 2},
 		{"active replica fails", two, map[string]string{"packing": "5000"}, spike[:6], []sim.Failure{{Worker: 0, At: 1500 * dataplane.Millisecond, Until: 3500 * dataplane.Millisecond}}, 6 * dataplane.Second, 1},
 		{"golden plan, 16 GPUs", scaledDeployment(t, scaleBase), nil, []float64{7000}, nil, dataplane.Second, 13},
+		// 74 replicas: 182 of the routing tree's 256 leaves are padding
+		{"golden plan, 74 GPUs", scaledDeployment(t, 37), nil, []float64{37 * 875, 37 * 875, 37 * 875}, nil, 3 * dataplane.Second, 71},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

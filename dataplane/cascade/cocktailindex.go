@@ -12,9 +12,9 @@ import (
 // rate sweep over a large fleet pays that scan per arrival), with the scans' decisions:
 //
 //   - pick (least-loaded routing, CascadeServe §6.2's Cocktail+) takes the active replica
-//     of least (not resident, queue length), the lowest index among equal ones. A segment
-//     tree over the replicas holds that key per leaf (inactive: none) and the leftmost
-//     least one per node. The scan's float key queue + 1e12·(not resident) orders the
+//     of least (not resident, queue length), the lowest index among equal ones. A
+//     tournament tree over the replicas holds that key per leaf (inactive: none) and the
+//     least of its subtree per node. The scan's float key queue + 1e12·(not resident) orders the
 //     replicas the same way while a queue holds fewer than 1e12 requests.
 //   - a batch end tries every replica in index order; only a replica that is resident,
 //     idle, not loading and has a queue can start (try), so a bit set of those replicas is
@@ -24,10 +24,14 @@ import (
 // tree does not track); failures are rare and the scan is the reference.
 //
 // A node is one int64, key<<kBits | replica: the least key is the least value, and on equal
-// keys the lower replica is, so a level of the repair is one minimum of two words (eight
+// keys the lower replica is, so a level of the repair is one minimum of words (eight
 // bytes a node where a (key, replica) pair took sixteen). An arrival raises the picked
-// replica's key, which moves the minimum of every subtree above it: the repair walks all
-// log n levels, the routing cost that grows with the fleet.
+// replica's key, which moves the minimum of every subtree above it: the repair walks every
+// level, the routing cost that grows with the fleet. The tree is 4-ary: log4 n levels, half
+// a binary tree's, each the minimum of four siblings that lie in one aligned 32-byte group
+// (the words are distinct, so the root, the least, is the binary tree's: the same pick).
+// A binary repair at 256 replicas took 8 dependent levels, two thirds of touch's
+// instructions there against under half at 16 replicas.
 //
 // The index also keeps what the autoscaler's passes counted by a scan of every replica:
 // the active replicas (scale) and the GPUs held (account), at every tick and every load.
@@ -36,10 +40,13 @@ import (
 // 1,022 at 256). touch sees every change of a replica's state, so it updates both counts,
 // exactly (integers), as the scans would find them.
 type cocktailIndex struct {
-	repOf []int32  // worker → replica index (-1: not a replica of the served model)
-	size  int      // leaves: a power of two ≥ the replicas
-	kBits uint     // bits of the replica index in a node
-	node  []int64  // heap-ordered, root 1, leaves [size, 2·size)
+	repOf []int32 // worker → replica index (-1: not a replica of the served model)
+	leaf  int     // node index of replica 0's leaf
+	kBits uint    // bits of the replica index in a node
+	// node: the 4-ary tree, root at ckRoot; the children of node a are 4a−8 … 4a−5 (a
+	// group of four from a multiple of four), its parent (a&^3)/4 + 2; the leaves, a power
+	// of four of them, from leaf on.
+	node  []int64
 	ready []uint64 // bit k: replica k can start a batch if its GPUs are free
 	// st[k]: replica k's state as last counted (ckActive, ckHeld); nActive and held: the
 	// active replicas and the GPUs of the held ones (active, loading or resident).
@@ -50,6 +57,10 @@ type cocktailIndex struct {
 
 // ckNone is the node of a replica pick never takes (inactive), and of padding.
 const ckNone = math.MaxInt64
+
+// ckRoot is the tree's root: nodes 0–2 are unused, so that every group of four siblings
+// starts at a multiple of four.
+const ckRoot = 3
 
 // ckLoading is added to the key of an active replica that is not resident yet: above any
 // queue length, as the scan's 1e12 (2^40 > 1e12: a resident replica with a queue shorter
@@ -75,12 +86,14 @@ func (p *Cocktail) buildIndex() {
 	for k, w := range p.reps {
 		ix.repOf[w] = int32(k)
 	}
-	ix.size = 1
-	for ix.size < len(p.reps) {
-		ix.size *= 2
+	size := 1
+	for size < len(p.reps) {
+		size *= 4
 	}
+	// (size−1)/3 inner nodes, from ckRoot on: the leaves start at a multiple of four.
+	ix.leaf = ckRoot + (size-1)/3
 	ix.kBits = uint(bits.Len(uint(len(p.reps))))
-	ix.node = make([]int64, 2*ix.size)
+	ix.node = make([]int64, ix.leaf+size)
 	for i := range ix.node {
 		ix.node[i] = ckNone
 	}
@@ -118,25 +131,22 @@ func (p *Cocktail) touch(k int) {
 		ix.st[k] = st
 	}
 	node := ix.node
-	i := ix.size + k
+	i := ix.leaf + k
 	if node[i] == v {
 		return
 	}
 	node[i] = v
-	// The repair runs on every arrival, log n levels: the test below never fails (the
-	// children of a node are below len(node), which is even), and it lets the compiler drop
-	// the level's three bounds checks.
-	for u := uint(i); u > 1; {
-		l := u &^ 1
-		if l+1 >= uint(len(node)) {
-			break
-		}
-		m := min(node[l], node[l+1])
-		u = l >> 1
-		if node[u] == m {
+	// The repair runs on every arrival, log4 n levels: a group of siblings is one slice
+	// of four (one bounds check a level; len(node) is a multiple of four).
+	for a := uint(i); a > ckRoot; {
+		g := a &^ 3
+		s := node[g : g+4]
+		m := min(s[0], s[1], s[2], s[3])
+		a = g>>2 + 2
+		if node[a] == m {
 			return
 		}
-		node[u] = m
+		node[a] = m
 	}
 }
 
@@ -164,7 +174,7 @@ func (p *Cocktail) pick() int {
 	if p.nDown > 0 || p.ix.kBits > ckMaxBits {
 		return p.pickScan()
 	}
-	if root := p.ix.node[1]; root != ckNone {
+	if root := p.ix.node[ckRoot]; root != ckNone {
 		return int(root & (1<<p.ix.kBits - 1))
 	}
 	// nothing active (before the first tick): replica 0, which the next scale-up

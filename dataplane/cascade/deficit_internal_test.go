@@ -106,3 +106,26 @@ func make17() []float64 {
 	}
 	return s
 }
+
+// TestDeficitIndexWhole checks which positions take the one-group path (every replica in
+// one share group, in order); TestDeficitIndexRoundRobin checks both paths' picks.
+func TestDeficitIndexWhole(t *testing.T) {
+	cases := []struct {
+		name   string
+		shares []float64
+		whole  bool
+	}{
+		{"one replica", []float64{1}, true},
+		{"equal shares", []float64{0.25, 0.25, 0.25, 0.25}, true},
+		{"a zero share", []float64{0.3, 0, 0.3, 0.3, 0}, false},
+		{"two groups", []float64{0.1, 0.2, 0.1, 0.3, 0.2, 0.1}, false},
+		{"all zero", []float64{0, 0}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if d := newDeficitIndex(c.shares); d.whole != c.whole {
+				t.Errorf("whole %v, want %v", d.whole, c.whole)
+			}
+		})
+	}
+}

@@ -86,3 +86,42 @@ func TestQueueRecordSize(t *testing.T) {
 		t.Errorf("wqueue is %d bytes, want 64", n)
 	}
 }
+
+// TestReplicaGPUs checks that a replica's GPU list reads back as given, held in its queue
+// record up to inlineGPUs GPUs and in wideGPUs beyond, and that setting one replica's list
+// leaves the other's alone.
+func TestReplicaGPUs(t *testing.T) {
+	cases := []struct {
+		name string
+		gpus []int
+		wide bool
+	}{
+		{"one GPU", []int{7}, false},
+		{"two GPUs", []int{0, 3}, false},
+		{"as many as the record holds", []int{1, 2, 3, 4, 5}, false},
+		{"one more", []int{9, 8, 7, 6, 5, 4}, true},
+		{"many", []int{10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 1 << 20}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Policy{queues: make([]wqueue, 2), wideGPUs: make([][]int32, 2)}
+			p.setGPUs(1, []int{42})
+			p.setGPUs(0, tc.gpus)
+			got := p.gpusOf(0)
+			if len(got) != len(tc.gpus) {
+				t.Fatalf("%d GPUs, want %d", len(got), len(tc.gpus))
+			}
+			for i, g := range tc.gpus {
+				if int(got[i]) != g {
+					t.Errorf("GPU %d: %d, want %d", i, got[i], g)
+				}
+			}
+			if (p.wideGPUs[0] != nil) != tc.wide {
+				t.Errorf("held outside the record: %v, want %v", p.wideGPUs[0] != nil, tc.wide)
+			}
+			if o := p.gpusOf(1); len(o) != 1 || o[0] != 42 {
+				t.Errorf("the other replica's GPUs: %v, want [42]", o)
+			}
+		})
+	}
+}

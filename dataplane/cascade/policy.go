@@ -63,6 +63,9 @@ type Policy struct {
 	gpuEnd  []dataplane.Time
 	running []bool   // per worker
 	queues  []wqueue // per worker: its requests and their arrivals (queue.go)
+	// wideGPUs[w]: the GPUs of a replica on more than inlineGPUs of them (nil otherwise;
+	// wqueue holds the others').
+	wideGPUs [][]int32
 	// deficit routing counters per (gear, position): total and per replica sent.
 	total [][]float64
 	sent  [][][]float64
@@ -105,7 +108,7 @@ type Policy struct {
 	inflight [][]dataplane.ReqID
 	nDown    int
 	scratch  []dataplane.ReqID
-	pending  []bool // batchDone's pendingOf
+	pending  []uint8 // batchDone's pendingOf
 	// checkRoute, when set (tests), gets every indexed routing choice and the scan's.
 	checkRoute func(index, scan int)
 	// cand: the GPUs that may have become ready since last tried (bitset); aging: queue
@@ -232,8 +235,10 @@ func (p *Policy) Attach(v dataplane.View) error {
 	p.tick = p.TickEvery()
 	p.running = make([]bool, nW)
 	p.queues = make([]wqueue, nW)
+	p.wideGPUs = make([][]int32, nW)
 	for w, r := range p.tab.Replicas {
-		p.queues[w].stage, p.queues[w].gpus = int32(r.Stage), r.GPUs
+		p.queues[w].stage = int32(r.Stage)
+		p.setGPUs(dataplane.WorkerID(w), r.GPUs)
 	}
 	p.loaded = make([]bool, nW)
 	p.loading = make([]bool, nW)
@@ -328,7 +333,10 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			return
 		}
 		p.push(w, ev.Req, r.Arrival)
-		p.kick(now, w, out)
+		// kick, written out (with gpusOf in it, kick no longer inlines: a call per arrival)
+		for _, g := range p.gpusOf(w) {
+			p.tryGPU(now, int(g), out)
+		}
 	case dataplane.EvTick:
 		elapsed := float64(now-p.lastTick) / float64(dataplane.Second)
 		count := p.count
@@ -537,9 +545,35 @@ func (p *Policy) trigger(now dataplane.Time, w dataplane.WorkerID) int {
 
 // kick tries to start batches on the GPUs of worker w.
 func (p *Policy) kick(now dataplane.Time, w dataplane.WorkerID, out *dataplane.Decisions) {
-	for _, g := range p.queues[w].gpus {
-		p.tryGPU(now, g, out)
+	for _, g := range p.gpusOf(w) {
+		p.tryGPU(now, int(g), out)
 	}
+}
+
+// setGPUs records replica w's GPUs: in its queue record, or in wideGPUs when they are more
+// than it holds.
+func (p *Policy) setGPUs(w dataplane.WorkerID, gpus []int) {
+	q := &p.queues[w]
+	q.ngpu = uint32(len(gpus))
+	gs := q.gpu[:0]
+	if len(gpus) > inlineGPUs {
+		gs = make([]int32, 0, len(gpus))
+	}
+	for _, g := range gpus {
+		gs = append(gs, int32(g))
+	}
+	if len(gpus) > inlineGPUs {
+		p.wideGPUs[w] = gs
+	}
+}
+
+// gpusOf is replica w's GPUs (its queue record's, or wideGPUs').
+func (p *Policy) gpusOf(w dataplane.WorkerID) []int32 {
+	q := &p.queues[w]
+	if n := q.ngpu; n <= inlineGPUs {
+		return q.gpu[:n]
+	}
+	return p.wideGPUs[w]
 }
 
 // tryGPU starts, on free GPU g, the ready queue (length ≥ trigger, every GPU of the replica
@@ -560,7 +594,7 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 			continue
 		}
 		free := true
-		for _, d := range p.queues[w].gpus {
+		for _, d := range p.gpusOf(w) {
 			free = free && !p.gpuBusy[d]
 		}
 		if !free {
@@ -581,7 +615,7 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 	}
 	end := now + p.lat(w, n)
 	q := &p.queues[w]
-	for _, d := range q.gpus {
+	for _, d := range p.gpusOf(w) {
 		p.gpuBusy[d], p.gpuEnd[d] = true, end
 	}
 	p.running[w] = true
@@ -598,11 +632,11 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 	b := p.v.Batch(ev.Batch)
 	p.pending = pendingOf(p.v, b.Reqs, p.pending)
 	for i, id := range b.Reqs {
-		if !p.pending[i] {
+		if p.pending[i] == reqFinished {
 			continue
 		}
 		r := p.v.Req(id)
-		if r.CancelRequested {
+		if p.pending[i] == reqWithdrawn {
 			// Withdrawn while the batch ran: no further model, no answer.
 			out.Drop(id, dataplane.StageID(st), dataplane.DropCancelled, 0)
 			continue
@@ -647,9 +681,9 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 	}
 	p.inflight[w] = p.inflight[w][:0]
 	p.running[w] = false
-	for _, d := range p.queues[w].gpus {
+	for _, d := range p.gpusOf(w) {
 		p.gpuBusy[d] = false
-		p.markFreed(d)
+		p.markFreed(int(d))
 	}
 	p.tryCandidates(now, out)
 }

@@ -13,19 +13,28 @@ import "github.com/plan-dev/plan/dataplane"
 // own Arrival, so the value is the one an entry would have held).
 
 // wqueue is one replica's FIFO, with what every push and batch start reads of the replica
-// beside it: ids[head:] wait; at is the arrival of ids[head] when any waits; stage and gpus
-// are the replica's (tab.Replicas[w]). At hundreds of replicas a push's replica is one no
+// beside it: ids[head:] wait; at is the arrival of ids[head] when any waits; stage and the
+// GPU list (ngpu, gpu) are the replica's (tab.Replicas[w]). At hundreds of replicas a push's replica is one no
 // recent event touched, and its queue header and its replica spec (stage, GPU list) were a
 // miss each, in two arrays; one 64-byte record makes them one: an array of them is 64-byte
 // aligned (a multiple of 64 bytes gets a size class that is a multiple of 64, in a
 // page-aligned span; large arrays are page-aligned), so no record straddles two lines.
+//
+// The GPU list is held in the record itself, up to inlineGPUs GPUs (every replica of the
+// golden plan and of the scale cases has one): as a slice into a shared array it was one
+// more line per push (markW) and per replica tried (tryGPU's free check), an L1 miss at
+// hundreds of replicas. A replica on more GPUs keeps them in Policy.wideGPUs.
 type wqueue struct {
 	ids   []dataplane.ReqID
 	at    dataplane.Time
 	head  int32
 	stage int32
-	gpus  []int
+	ngpu  uint32
+	gpu   [inlineGPUs]int32
 }
+
+// inlineGPUs is how many GPU IDs the queue record holds: what fills its 64 bytes.
+const inlineGPUs = 5
 
 func (q *wqueue) len() int { return len(q.ids) - int(q.head) }
 
@@ -87,15 +96,33 @@ func (q *wqueue) remove(id dataplane.ReqID, v dataplane.View) (found, wasHead bo
 	return false, false
 }
 
-// pendingOf sets pend[i] to whether request ids[i] is still pending, reusing pend's array.
-// A batch's end reads this first, in a loop of independent loads: at hundreds of replicas
-// the requests of one batch lie far apart in the engine's table, and their misses overlap
-// here where the decision loop, one request at a time, would wait for each in turn. The
+// The states pendingOf records for a batch's requests.
+const (
+	reqFinished  uint8 = iota // finished (dropped, or cancelled) while the batch ran
+	reqPending                // pending
+	reqWithdrawn              // pending, withdrawn while the batch ran (CancelRequested)
+)
+
+// pendingOf sets pend[i] to request ids[i]'s state (reqFinished, reqPending, reqWithdrawn),
+// reusing pend's array. A batch's end reads this first, in a loop of independent loads: at
+// hundreds of replicas the requests of one batch lie far apart in the engine's table, and
+// their misses overlap here where the decision loop, one request at a time, would wait for
+// each in turn. CancelRequested lies on Outcome's line, and a decision loop that needs
+// nothing else of the record (cocktail+'s) then reads none: for a batch of hundreds, more
+// lines than the first-level cache holds, the second read of each missed it again. The
 // view does not change while the policy decides (decisions apply after Handle returns).
-func pendingOf(v dataplane.View, ids []dataplane.ReqID, pend []bool) []bool {
+func pendingOf(v dataplane.View, ids []dataplane.ReqID, pend []uint8) []uint8 {
 	pend = pend[:0]
 	for _, id := range ids {
-		pend = append(pend, v.Req(id).Outcome == dataplane.Pending)
+		r := v.Req(id)
+		s := reqFinished
+		if r.Outcome == dataplane.Pending {
+			s = reqPending
+			if r.CancelRequested {
+				s = reqWithdrawn
+			}
+		}
+		pend = append(pend, s)
 	}
 	return pend
 }

@@ -19,7 +19,7 @@ import (
 
 // markW adds worker w's GPUs to the candidates.
 func (p *Policy) markW(w dataplane.WorkerID) {
-	for _, g := range p.queues[w].gpus {
+	for _, g := range p.gpusOf(w) {
 		p.cand[g>>6] |= 1 << (g & 63)
 	}
 }

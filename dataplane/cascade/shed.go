@@ -38,7 +38,7 @@ func (p *Policy) shedding() bool { return p.cur == len(p.tab.Gears)-1 }
 // the earliest).
 func (p *Policy) freeAt(now dataplane.Time, w dataplane.WorkerID) dataplane.Time {
 	t := now
-	for _, d := range p.queues[w].gpus {
+	for _, d := range p.gpusOf(w) {
 		if p.gpuBusy[d] {
 			t = max(t, p.gpuEnd[d])
 		}
