@@ -199,6 +199,10 @@ func TestCancel(t *testing.T) {
 					t.Fatalf("request %d cancelled but never withdrawn", r.ID)
 				case withdrawn && r.Outcome != dataplane.Dropped && r.Dispatch > cancelAt[int(r.ID)]:
 					t.Fatalf("request %d withdrawn at %d, dispatched at %d and %v", r.ID, cancelAt[int(r.ID)], r.Dispatch, r.Outcome)
+				case withdrawn && r.Done > cancelAt[int(r.ID)] && r.Reason() != dataplane.DropCancelled:
+					// Withdrawn while it waited or ran: whatever its batch said, the client
+					// left, so it ends cancelled, never answered.
+					t.Fatalf("request %d withdrawn at %d, finished at %d as %v (%v)", r.ID, cancelAt[int(r.ID)], r.Done, r.Outcome, r.Reason())
 				case r.Outcome == dataplane.Completed || r.Outcome == dataplane.Late:
 					served++
 				}
