@@ -70,8 +70,12 @@ func BenchmarkProbeReserve(b *testing.B) {
 						rs[2] = p.nw + p.ns + int(p.server[h.Worker])
 					}
 					for _, r := range rs {
-						for r >= 0 && len(p.res.list(r)) > 0 && p.res.list(r)[0].e <= now {
-							p.res.correct(r, p.res.list(r)[0].e, now)
+						for r >= 0 {
+							x, ok := p.res.first(r)
+							if !ok || x.e > now {
+								break
+							}
+							p.res.correct(r, x.e, now)
 						}
 					}
 				}

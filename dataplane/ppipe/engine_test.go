@@ -47,7 +47,7 @@ func TestFeedbackCorrection(t *testing.T) {
 	mustArrive(t, e, 0) // {r0, r1} reserved [0, 10 ms)
 	mustArrive(t, e, 1000)
 	mustArrive(t, e, 1000) // {r2, r3} reserved [10, 20 ms)
-	if got := p.res.bu[0]; got != 20000 {
+	if got := p.res.iv[0].bu; got != 20000 {
 		t.Fatalf("busy-until %d, want 20000", got)
 	}
 	r := runs(rec.Take())
@@ -58,7 +58,7 @@ func TestFeedbackCorrection(t *testing.T) {
 	if err := e.Handle(13000, dataplane.Event{Kind: dataplane.EvBatchDone, Batch: 0, Worker: 0, Start: 0, End: 13000}); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.res.bu[0]; got != 23000 {
+	if got := p.res.iv[0].bu; got != 23000 {
 		t.Fatalf("after a 3 ms overrun busy-until %d, want 23000", got)
 	}
 	fx := rec.Take()
@@ -75,14 +75,14 @@ func TestFeedbackCorrection(t *testing.T) {
 	if err := e.Handle(20000, dataplane.Event{Kind: dataplane.EvBatchDone, Batch: 1, Worker: 0, Start: 13000, End: 20000}); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.res.bu[0]; got != 30000 {
+	if got := p.res.iv[0].bu; got != 30000 {
 		t.Fatalf("after an early finish busy-until %d, want 30000", got)
 	}
 	// The third batch ends early with nothing behind it: the GPU is free from its end.
 	if err := e.Handle(26000, dataplane.Event{Kind: dataplane.EvBatchDone, Batch: 2, Worker: 0, Start: 20000, End: 26000}); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.res.bu[0]; got != 26000 {
+	if got := p.res.iv[0].bu; got != 26000 {
 		t.Fatalf("busy-until %d, want 26000", got)
 	}
 	for _, r := range e.Requests() {
@@ -118,16 +118,16 @@ func TestIntervalReservations(t *testing.T) {
 		t.Errorf("earliest2(12,8) = %d, want 30", got)
 	}
 	// Feedback: [0,10) really ended at 12, shifting [20,30) to [22,32).
-	if !r.correct(0, 12, 12) || len(r.list(0)) != 1 || r.list(0)[0] != (ival{22, 32}) || r.bu[0] != 32 {
-		t.Errorf("after correction: %v, busy-until %d", r.list(0), r.bu[0])
+	if !r.correct(0, 12, 12) || len(r.list(0)) != 1 || r.list(0)[0] != (ival{22, 32}) || r.iv[0].bu != 32 {
+		t.Errorf("after correction: %v, busy-until %d", r.list(0), r.iv[0].bu)
 	}
 	// The last one ends early: the resource is free from then.
-	if !r.correct(0, 25, 25) || len(r.list(0)) != 0 || r.bu[0] != 25 {
-		t.Errorf("after early end: %v, busy-until %d", r.list(0), r.bu[0])
+	if !r.correct(0, 25, 25) || len(r.list(0)) != 0 || r.iv[0].bu != 25 {
+		t.Errorf("after early end: %v, busy-until %d", r.list(0), r.iv[0].bu)
 	}
 	// On time: nothing changes.
-	if r.correct(1, 15, 15) || r.bu[1] != 15 {
-		t.Errorf("on-time report changed the table: busy-until %d", r.bu[1])
+	if r.correct(1, 15, 15) || r.iv[1].bu != 15 {
+		t.Errorf("on-time report changed the table: busy-until %d", r.iv[1].bu)
 	}
 }
 

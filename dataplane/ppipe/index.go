@@ -117,8 +117,8 @@ func (ix *poolIndex) build(p *PPipe) {
 	ix.trees = nil
 	wLeaves := make([][]leafRef, p.nw)
 	sLeaves := make([][]leafRef, p.ns)
-	ix.wf = make([]bool, len(p.res.bu))
-	ix.thr = make([]dataplane.Time, len(p.res.bu))
+	ix.wf = make([]bool, len(p.res.iv))
+	ix.thr = make([]dataplane.Time, len(p.res.iv))
 	for i := range ix.thr {
 		ix.thr[i] = dataplane.Never
 	}
@@ -179,7 +179,7 @@ func (ix *poolIndex) build(p *PPipe) {
 		}
 	}
 	p.res.ix = ix
-	for i := range p.res.bu {
+	for i := range p.res.iv {
 		ix.update(&p.res, i)
 	}
 }
@@ -193,25 +193,25 @@ func (ix *poolIndex) build(p *PPipe) {
 // gets no bound until its list is well formed again.
 func (ix *poolIndex) key(r *resources, i int) dataplane.Time {
 	if !r.interval {
-		return r.bu[i]
+		return r.iv[i].bu
 	}
-	l := r.list(i)
+	q := &r.iv[i]
 	ix.wf[i] = true
-	for k := range l {
-		if l[k].e <= l[k].s || k > 0 && l[k].s < l[k-1].e {
+	for k := range q.n {
+		if x := r.at(q, k); x.e <= x.s || k > 0 && x.s < r.at(q, k-1).e {
 			ix.wf[i] = false
 			return 0
 		}
 	}
-	if len(l) == 0 || l[0].s-r.now >= ix.thr[i] {
+	if q.n == 0 || r.at(q, 0).s-r.now >= ix.thr[i] {
 		return 0
 	}
-	for k := 1; k < len(l); k++ {
-		if l[k].s-l[k-1].e >= ix.thr[i] {
-			return l[k-1].e
+	for k := int32(1); k < q.n; k++ {
+		if r.at(q, k).s-r.at(q, k-1).e >= ix.thr[i] {
+			return r.at(q, k-1).e
 		}
 	}
-	return l[len(l)-1].e
+	return r.at(q, q.n-1).e
 }
 
 // update refreshes the leaves that depend on resource i.
@@ -230,7 +230,7 @@ func (ix *poolIndex) update(r *resources, i int) {
 		}
 		// The uplink term is the busy-until in both modes (the scan reads busyUntil).
 		if refs := ix.sLeaves.of(i - ix.nw); len(refs) > 0 {
-			v := r.bu[i]
+			v := r.iv[i].bu
 			for _, l := range refs {
 				ix.trees[l.tree].set(int(l.pos), fU, v)
 			}
@@ -274,7 +274,7 @@ func (p *PPipe) search(t *poolTree, q *pquery) {
 	if !q.first {
 		up := p.nw + int(q.src)
 		if !p.res.interval {
-			q.floor = max(q.t, p.res.bu[up]) + q.net + q.inf
+			q.floor = max(q.t, p.res.iv[up].bu) + q.net + q.inf
 			q.offD = q.net + q.inf
 		} else if q.net > 0 && p.ix.wf[up] {
 			// gap is monotone in t on a well-formed list, and the joint slot of the

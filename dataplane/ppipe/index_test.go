@@ -172,7 +172,7 @@ func TestIndexMatchesScanRandomStates(t *testing.T) {
 				p.reserve(pp, &p.best)
 				// Report completions of some resources, off by up to ±2 ms.
 				for k := 0; k < 3; k++ {
-					i := r.IntN(len(p.res.bu))
+					i := r.IntN(len(p.res.iv))
 					if l := p.res.list(i); len(l) > 0 && (l[0].e <= now || r.IntN(3) == 0) {
 						end := max(l[0].e+dataplane.Time(r.IntN(4001)-2000), now)
 						p.res.correct(i, end, now)
