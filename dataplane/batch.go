@@ -282,6 +282,7 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 	b.Hops[0].ready = true
 	e.batches = append(e.batches, b)
 	e.hopBits = append(e.hopBits, hopBit(0, false))
+	e.closedSeen = append(e.closedSeen, false)
 	bp := e.bt(id)
 	for i := range bp.Hops {
 		h := &bp.Hops[i]
@@ -365,10 +366,12 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 	case st.Manual:
 		// The policy decides what becomes of the requests (EvBatchDone below); a cancelled
 		// one is finished here and its EvCancel comes first.
+		e.closedSeen[ev.Batch-e.batchBase] = true
 		for _, r := range b.Reqs {
 			e.release(now, e.rq(r))
 		}
 	case len(st.Next) == 0:
+		e.closedSeen[ev.Batch-e.batchBase] = true
 		for _, r := range b.Reqs {
 			q := e.rq(r)
 			if e.release(now, q) || q.Outcome != Pending || q.CancelRequested {
@@ -512,6 +515,8 @@ func (e *Engine) transferDone(now Time, ev Event) error {
 	}
 	st := &e.dep.Stages[h.Stage]
 	if dst == NoServer {
+		// The tail transfer into a pool queue ended: the batch is closed.
+		e.closedSeen[ev.Batch-e.batchBase] = true
 		for _, r := range b.Reqs {
 			if q := e.rq(r); !st.Routed || q.Outcome == Pending {
 				e.release(now, q)

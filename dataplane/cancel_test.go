@@ -326,6 +326,12 @@ func TestCompactForgetsInOrder(t *testing.T) {
 		// Requests 6 and 7 stay in flight: Compact keeps them.
 		arrive(i, i < 7)
 	}
+	// The three batches that ran were flagged closed as they ended (Compact retires them
+	// without reading their records); the fourth, still running, was not.
+	if got := r.e.closedSeen; !slices.Equal(got, []bool{true, true, true, false}) {
+		t.Fatalf("closedSeen %v, want the three ended batches flagged", got)
+	}
+	checkClosedSeen(t, r.e)
 	r.e.Compact()
 	if want := []ReqID{0, 1, 2, 3, 4, 5}; !slices.Equal(r.p.forgot, want) {
 		t.Fatalf("forgot %v, want %v", r.p.forgot, want)
@@ -339,6 +345,20 @@ func TestCompactForgetsInOrder(t *testing.T) {
 	r.e.Compact()
 	if want := []ReqID{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}; !slices.Equal(r.p.forgot, want) {
 		t.Fatalf("forgot %v, want %v", r.p.forgot, want)
+	}
+}
+
+// checkClosedSeen fails t when a batch flagged closed (Engine.closedSeen) is not closed:
+// Compact would retire it with hops or transfers still owed.
+func checkClosedSeen(t *testing.T, e *Engine) {
+	t.Helper()
+	if len(e.closedSeen) != len(e.batches) {
+		t.Fatalf("closedSeen has %d flags for %d batches", len(e.closedSeen), len(e.batches))
+	}
+	for i, seen := range e.closedSeen {
+		if seen && !e.batchClosed(&e.batches[i]) {
+			t.Fatalf("batch %d flagged closed but not closed", e.batchBase+BatchID(i))
+		}
 	}
 }
 
@@ -443,7 +463,7 @@ func (p *fuzzPolicy) handle(now Time, ev *Event, out *Decisions) {
 // cancels, completion orders, compactions and a worker failure, then withdraws every request
 // left and drains: every request finishes exactly once, a withdrawn one as cancelled with one
 // EvCancel, no other gets EvCancel, Forget sees each retired request once in ID order, and
-// the engine never refuses the policy's decisions.
+// the engine never refuses the policy's decisions, and no batch is flagged closed early.
 func FuzzEngineCancel(f *testing.F) {
 	f.Add(uint8(0), []byte{0, 0, 1, 2, 2, 2, 3, 2, 2})
 	f.Add(uint8(1), []byte{0, 0, 0, 6, 1, 2, 2, 2, 2, 2, 3, 250, 2, 2})
@@ -529,6 +549,7 @@ func FuzzEngineCancel(f *testing.F) {
 			default:
 				e.Compact()
 			}
+			checkClosedSeen(t, e)
 		}
 		// Withdraw what is left and drain.
 		for id := e.RequestBase(); int(id) < n; id++ {
