@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math/bits"
+	"unsafe"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -22,8 +23,8 @@ import (
 // (a batch lasts thousands of µs: level 1 or 2). A binary heap holding one event per busy
 // worker and link (thousands at 1,600 GPUs) spends a dozen unpredictable
 // comparisons per pop; a base-2 radix heap moves each event three to four times. Buckets
-// hold 16-byte (time, slot) keys; the events stay in a slab whose freed slots are reused
-// first, so a move copies a third of an event and a pop reads a warm slot.
+// hold 16-byte (time, slot) keys; the events stay in a slab of line-sized slots whose freed
+// slots are reused first, so a move copies a third of an event and a push writes a warm slot.
 //
 // Ties: events due at the same time always share a bucket (the bucket depends only on the
 // time and last), appends keep push order, and spreading a bucket re-appends its events in
@@ -39,8 +40,17 @@ type evqueue struct {
 	n    int
 	past dataplane.TimeHeap[dataplane.Event]
 	seq  uint64
-	evs  []dataplane.Event
+	evs  []evslot
 	free []int32
+}
+
+// evslot is a slab slot: an event padded to a 64-byte cache line. A 48-byte event at 48-byte
+// strides straddled two lines in every other slot, and at 1,600 GPUs the slot a pop reads
+// (pushed thousands of events earlier) is mostly out of the first-level cache, so each
+// straddling pop missed twice.
+type evslot struct {
+	ev dataplane.Event
+	_  [(64 - unsafe.Sizeof(dataplane.Event{})%64) % 64]byte
 }
 
 const (
@@ -78,10 +88,10 @@ func (q *evqueue) Push(t dataplane.Time, ev dataplane.Event) {
 	if n := len(q.free); n > 0 {
 		slot = q.free[n-1]
 		q.free = q.free[:n-1]
-		q.evs[slot] = ev
+		q.evs[slot].ev = ev
 	} else {
 		slot = int32(len(q.evs))
-		q.evs = append(q.evs, ev)
+		q.evs = append(q.evs, evslot{ev: ev})
 	}
 	l, d := q.bucket(t)
 	q.b[l][d] = append(q.b[l][d], evitem{t, slot})
@@ -106,7 +116,7 @@ func (q *evqueue) Pop() (dataplane.Time, dataplane.Event) {
 	x := cur[q.head]
 	q.head++
 	q.free = append(q.free, x.slot)
-	return x.at, q.evs[x.slot]
+	return x.at, q.evs[x.slot].ev
 }
 
 // advance moves last to the earliest queued time (the queue holds one), spreading the

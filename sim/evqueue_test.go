@@ -3,6 +3,7 @@ package sim
 import (
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -64,5 +65,12 @@ func TestEvqueueOrder(t *testing.T) {
 				t.Fatal("no event was pushed into the past")
 			}
 		})
+	}
+}
+
+// TestEvslotLine checks that a slab slot is one 64-byte cache line, so a pop reads one line.
+func TestEvslotLine(t *testing.T) {
+	if got := unsafe.Sizeof(evslot{}); got != 64 {
+		t.Errorf("evslot is %d bytes, want 64", got)
 	}
 }
