@@ -245,13 +245,23 @@ func NewDeployment(cp *cascadesec.CascadePlan, t *Task, hw Hardware, slo time.Du
 	}
 	d.Apps = []dataplane.App{{Name: t.Name, SLO: dataplane.Time(slo / time.Microsecond), Weight: 1, RateRPS: qpsMax,
 		RangeRPS: rangeRPS, Entry: entry, Params: map[string]string{ParamPlan: string(js)}}}
-	// Emulate: stage s's model on the request's sample (SampleOf):
-	// its certainty, and Label 1 when the model answers the sample right, 0 when wrong (the
-	// stand-in's ground truth, so a run can measure accuracy over served requests).
-	// A sample's answer is one 8-byte record (certainty already as the float32 the result
-	// carries, and label), read at every batch end for a random sample: separate certainty
-	// (float64) and label tables took two cache lines a lookup from 72 KB for three models,
-	// more than the core's first-level cache.
+	d.Emulate = emulator(t, stageModel)
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// emulator is a cascade deployment's Emulate: stage s's model on the request's sample
+// (SampleOf): its certainty, and Label 1 when the model answers the sample right, 0 when
+// wrong (the stand-in's ground truth, so a run can measure accuracy over served requests).
+// stageModel maps a stage's index to its model's index in t.Models.
+//
+// A sample's answer is one 8-byte record (certainty already as the float32 the result
+// carries, and label), read at every batch end for a random sample: separate certainty
+// (float64) and label tables took two cache lines a lookup from 72 KB for three models,
+// more than the core's first-level cache.
+func emulator(t *Task, stageModel []int) func(*dataplane.Stage, *dataplane.Request, float64) dataplane.Result {
 	type answer struct {
 		cert  float32
 		label int32
@@ -267,14 +277,10 @@ func NewDeployment(cp *cascadesec.CascadePlan, t *Task, hw Hardware, slo time.Du
 		}
 	}
 	N := int64(t.N)
-	d.Emulate = func(st *dataplane.Stage, r *dataplane.Request, _ float64) dataplane.Result {
+	return func(st *dataplane.Stage, r *dataplane.Request, _ float64) dataplane.Result {
 		a := answers[stageModel[st.Index]][SampleOf(r, N)]
 		return dataplane.Result{Certainty: a.cert, Label: a.label}
 	}
-	if err := d.Validate(); err != nil {
-		return nil, err
-	}
-	return d, nil
 }
 
 // SampleOf is the validation sample request r replays: Attrs.Sample when set, else its
