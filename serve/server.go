@@ -281,17 +281,28 @@ func (s *Server) Reload(ctx context.Context, p *formats.Plan) error {
 		g.exec.retire()
 		return errors.New("the server is shutting down")
 	}
-	select {
-	case err := <-r.reply:
+	answer := func(err error) error {
 		if errors.Is(err, ErrReloadBusy) {
 			g.exec.retire()
 			return ErrReloadBusy
 		}
 		return err
+	}
+	select {
+	case err := <-r.reply:
+		return answer(err)
 	case <-ctx.Done():
 		return ctx.Err() // the migration goes on; the caller stopped waiting
 	case <-s.d.stopped:
-		return errors.New("the server is shutting down")
+		// A switch that completed just before the driver stopped has its answer waiting:
+		// select picks among ready cases at random, and "shutting down" would then report
+		// a plan that serves as not loaded.
+		select {
+		case err := <-r.reply:
+			return answer(err)
+		default:
+			return errors.New("the server is shutting down")
+		}
 	}
 }
 

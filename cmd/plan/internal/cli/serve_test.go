@@ -126,8 +126,10 @@ func TestServeAndLoad(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
+	// Wait for the reload's log line, not only the new digest: the plan switches before
+	// Reload returns and logs, and a shutdown in between would race with that line.
 	deadline := time.Now().Add(10 * time.Second)
-	for srv.ActiveDigest() == old && time.Now().Before(deadline) {
+	for (srv.ActiveDigest() == old || !strings.Contains(serr.String(), "SIGHUP: plan reloaded")) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if srv.ActiveDigest() == old {
