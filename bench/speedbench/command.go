@@ -50,6 +50,8 @@ whether the target is met.
                each run timed with the garbage collector held off (the note gives
                each side's bytes allocated per event, which the collector's share
                follows); target >= 0.9 (the simulator's cost grows linearly with N).
+               The 16× side's state outgrows a small per-core L2 first, so the
+               header names the caches: compare machines only where they agree.
   solver-lp-*  the native engine's time per simplex iteration against native HiGHS on
                the bundled LP relaxations (bench solver's models, presolve off, one
                thread); target <= 1.10. Native HiGHS is the lpbench binary that
@@ -113,8 +115,14 @@ type Row struct {
 
 // Result is the bench's output.
 type Result struct {
-	Quick   bool      `json:"quick"`
-	CPUs    int       `json:"cpus"`
+	Quick bool `json:"quick"`
+	CPUs  int  `json:"cpus"`
+	// CPU and Caches name the processor and its data caches ("L1d 32K, L2 512K, L3
+	// 32768K"): the sim rows' 16× side outgrows a small per-core L2 first, so the same code
+	// reads 0.85 with a 2 MiB L2 and 0.5-0.6 with 512 KiB (bench/RESULTS.md); compare rows
+	// across machines only where these agree.
+	CPU     string    `json:"cpu,omitempty"`
+	Caches  string    `json:"caches,omitempty"`
 	LoadAvg string    `json:"load_average,omitempty"`
 	Started time.Time `json:"started"`
 	Rows    []Row     `json:"rows"`
@@ -221,7 +229,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if err != nil {
 		return err
 	}
-	res := &Result{Quick: o.quick, CPUs: runtime.NumCPU(), LoadAvg: loadAvg(), Started: time.Now().UTC()}
+	res := &Result{Quick: o.quick, CPUs: runtime.NumCPU(), CPU: cpuModel(), Caches: dataCaches(), LoadAvg: loadAvg(), Started: time.Now().UTC()}
 	for _, m := range ms {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -274,7 +282,11 @@ func printResult(env bench.Env, res *Result) {
 	if res.Quick {
 		what = "quick"
 	}
-	fmt.Fprintf(env.Out, "Speed ratios (%s run) on %d CPUs, load average %s:\n", what, res.CPUs, res.LoadAvg)
+	machine := ""
+	if m := strings.Trim(strings.Join([]string{res.CPU, res.Caches}, "; "), "; "); m != "" {
+		machine = " (" + m + ")"
+	}
+	fmt.Fprintf(env.Out, "Speed ratios (%s run) on %d CPUs%s, load average %s:\n", what, res.CPUs, machine, res.LoadAvg)
 	var rows [][]string
 	for _, r := range res.Rows {
 		met := "no"
