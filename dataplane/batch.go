@@ -69,10 +69,13 @@ type Batch struct {
 	// nothing reads WorkGPU while a batch holds the request. share0 lies on the line of Lost,
 	// which batchDone reads first.
 	lazyWork bool
-	share0   float64
 	// running counts the batch's hops and transfers in progress, whose completions the
-	// driver still owes (a lost batch is closed once none is).
+	// driver still owes (a lost batch is closed once none is). It sits beside Lost, in the
+	// padding after the flags: the record is 80 bytes, and the 16 from Lost on, which every
+	// hop's and transfer's start and end read, never straddle two lines (88 bytes with
+	// running last put them on two lines for a quarter of the batches).
 	running int32
+	share0  float64
 }
 
 // Size returns the number of requests in the batch.
