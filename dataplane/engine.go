@@ -88,11 +88,14 @@ type Engine struct {
 
 	workers []workerState
 	wk      []workerInfo
-	up      []linkState
-	down    []linkState
-	dec     Decisions
-	seq     int64
-	events  int64
+	// fanOut says per application whether a stage of it has several successors
+	// (Deployment.hasFanOut): dispatch reads it for every batch (Batch.lazyWork).
+	fanOut []bool
+	up     []linkState
+	down   []linkState
+	dec    Decisions
+	seq    int64
+	events int64
 
 	timerTok   int64
 	timerLive  map[int64]int64   // policy key → live token
@@ -153,6 +156,10 @@ func NewEngine(dep *Deployment, pol Policy, fx Effects) (*Engine, error) {
 	for i := range dep.Topo.Workers {
 		w := &dep.Topo.Workers[i]
 		e.wk[i] = workerInfo{server: w.Server, stage: w.Stage, vgpu: w.VGPU}
+	}
+	e.fanOut = make([]bool, len(dep.Apps))
+	for a := range dep.Apps {
+		e.fanOut[a] = dep.hasFanOut(AppID(a))
 	}
 	e.forget, _ = pol.(Forgetter)
 	if err := pol.Attach(View{e}); err != nil {

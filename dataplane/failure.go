@@ -47,6 +47,13 @@ func (e *Engine) workerDown(now Time, w WorkerID) error {
 	for _, id := range lost {
 		b := e.bt(id)
 		b.Lost = true
+		if b.lazyWork && b.Hops[0].End >= 0 {
+			// The first hop ran: its share, which batchDone kept for the second (Batch).
+			for _, r := range b.Reqs {
+				e.rq(r).WorkGPU += b.share0
+			}
+		}
+		b.lazyWork = false
 		stage := b.Hops[0].Stage
 		for i := range b.Hops {
 			h := &b.Hops[i]

@@ -144,3 +144,27 @@ func TestWorkerLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchLayout checks that a batch record is 80 bytes and that the 16 bytes from Lost on
+// (Lost, running, share0: Batch) are 16-aligned, so they never straddle two lines.
+func TestBatchLayout(t *testing.T) {
+	var b Batch
+	if s := unsafe.Sizeof(b); s != 80 {
+		t.Errorf("Batch is %d bytes, want 80", s)
+	}
+	lo := unsafe.Offsetof(b.Lost)
+	for _, tc := range []struct {
+		field     string
+		off, size uintptr
+	}{
+		{"running", unsafe.Offsetof(b.running), unsafe.Sizeof(b.running)},
+		{"share0", unsafe.Offsetof(b.share0), unsafe.Sizeof(b.share0)},
+	} {
+		if tc.off < lo || tc.off+tc.size > lo+16 {
+			t.Errorf("Batch.%s at [%d, %d): not within the 16 bytes from Lost (%d)", tc.field, tc.off, tc.off+tc.size, lo)
+		}
+	}
+	if lo%16 != 0 {
+		t.Errorf("Batch.Lost at %d: not 16-aligned", lo)
+	}
+}
