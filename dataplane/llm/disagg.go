@@ -53,6 +53,9 @@ type Disagg struct {
 	// cluster's kv_link_gbps); LinkLatencyUs the fixed cost per transfer (0: the default).
 	LinkGBps      float64
 	LinkLatencyUs dataplane.Time
+	// Watch, when set, is told each request's final result and stops the replay (as
+	// ReplayWatched).
+	Watch Watch
 }
 
 // DisaggStats are a disaggregated replay's counts: the engines' counters per side, the KV
@@ -150,6 +153,7 @@ type disaggRun struct {
 	at    map[*Seq]int
 	land  []int // requests whose transfer is in flight, by landing time then index
 	stats *DisaggStats
+	stop  bool // the watch stopped the replay
 }
 
 // ReplayDisagg runs reqs on the disaggregated deployment c in virtual time, by the rules at
@@ -178,6 +182,9 @@ func ReplayDisagg(c Disagg, reqs []Request) ([]Result, *DisaggStats, error) {
 		return out
 	}
 	r.pre, r.dec = mk(&pm, c.P, r.stats.Prefill), mk(&dm, c.D, r.stats.Decode)
+	for i, q := range reqs {
+		r.res[i] = Result{ID: q.ID, FirstToken: dataplane.Never, Done: dataplane.Never} // until it arrives (a watch may stop first)
+	}
 	r.loop()
 	for i := range r.st {
 		for _, s := range []*Seq{r.st[i].pre, r.st[i].dec} {
@@ -215,7 +222,7 @@ func (r *disaggRun) loop() {
 				now = min(now, s.hold)
 			}
 		}
-		if now == dataplane.Never {
+		if now == dataplane.Never || r.stop {
 			return
 		}
 		for next < len(order) && r.reqs[order[next]].Arrival == now {
@@ -247,6 +254,7 @@ func (r *disaggRun) arrive(now dataplane.Time, i int) {
 	r.res[i] = Result{ID: q.ID, FirstToken: dataplane.Never, Done: dataplane.Never}
 	if r.c.Prefill.Refuses(q.Prompt, 1) || (q.Out > 1 && r.c.Decode.Refuses(q.Prompt, q.Out)) {
 		r.res[i].Refused = true
+		r.final(i)
 		return
 	}
 	p := r.leastLoaded(r.pre, false)
@@ -351,8 +359,14 @@ func (r *disaggRun) emit(now dataplane.Time, s *dslot) func(Output) {
 		}
 		if o.Last {
 			r.res[i].Done = now
+			r.final(i)
 		}
 	}
+}
+
+// final tells the watch, if any, that request i's result is final.
+func (r *disaggRun) final(i int) {
+	r.stop = r.stop || (r.c.Watch != nil && r.c.Watch(i, &r.res[i]))
 }
 
 // prefilled hands request i off at now: done for a one-token request, else queued for a KV
@@ -362,6 +376,7 @@ func (r *disaggRun) prefilled(now dataplane.Time, i int) {
 	r.res[i].Prefilled = now
 	if q.Out <= 1 {
 		r.res[i].FirstToken, r.res[i].Done = now, now
+		r.final(i)
 		return
 	}
 	d := r.leastLoaded(r.dec, true)

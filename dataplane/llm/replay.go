@@ -52,23 +52,41 @@ func (m *Model) Refuses(prompt, out int) bool {
 // (outputstep.go). At one instant, arrivals are queued before a step that ends then is
 // applied, and an output-only step ends after both.
 func Replay(m *Model, reqs []Request, q Queue) ([]Result, *Counters) {
+	return ReplayWatched(m, reqs, q, nil)
+}
+
+// Watch is told each request's result once it is final (the request's last token reached
+// the client, or the engine refused it at arrival), with the request's index, and returns
+// true to stop the replay there. A caller that needs only a verdict, and can tell when the
+// rest of the replay cannot change it, stops there. Requests unfinished when a replay stops
+// keep Done Never. (A result's Preemptions and Cached are added when the replay ends.)
+type Watch func(i int, r *Result) bool
+
+// ReplayWatched is Replay, with watch (nil: none) told of every final result.
+func ReplayWatched(m *Model, reqs []Request, q Queue, watch Watch) ([]Result, *Counters) {
 	order := make([]int, len(reqs))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return int(reqs[a].Arrival - reqs[b].Arrival) })
 	res := make([]Result, len(reqs))
+	for i, r := range reqs {
+		res[i] = Result{ID: r.ID, FirstToken: dataplane.Never, Done: dataplane.Never} // until it arrives (a watch may stop first)
+	}
 	seqs := make([]*Seq, len(reqs))
 	at := map[*Seq]int{}
 	e := &Engine{Ctr: &Counters{}}
+	stop := false
 	emit := func(now dataplane.Time) func(Output) {
 		return func(o Output) {
-			r := &res[at[o.S]]
+			i := at[o.S]
+			r := &res[i]
 			if o.First {
 				r.FirstToken = now
 			}
 			if o.Last {
 				r.Done = now
+				stop = stop || (watch != nil && watch(i, r))
 			}
 		}
 	}
@@ -83,7 +101,7 @@ func Replay(m *Model, reqs []Request, q Queue) ([]Result, *Counters) {
 			tT = min(tT, hold)
 		}
 		now := min(tA, end, tT, oend)
-		if now == dataplane.Never {
+		if now == dataplane.Never || stop {
 			break
 		}
 		ended := false // a real step ended at now
@@ -96,6 +114,7 @@ func Replay(m *Model, reqs []Request, q Queue) ([]Result, *Counters) {
 				res[i] = Result{ID: r.ID, FirstToken: dataplane.Never, Done: dataplane.Never}
 				if m.Refuses(r.Prompt, r.Out) {
 					res[i].Refused = true
+					stop = stop || (watch != nil && watch(i, &res[i]))
 					continue
 				}
 				s := &Seq{ID: r.ID, Model: m.Name, Prompt: r.Prompt, Out: r.Out, Arrival: r.Arrival, Deadline: r.Deadline, Prio: r.Prio, Inst: -1, Prefix: r.Prefix}

@@ -140,6 +140,9 @@ type Options struct {
 	// DistServe's 2P+1D example and its mirror, llm-deploy-search.md §1).
 	KVLinkGBps float64
 	Ratios     [][2]int
+	// failFast lets a probe stop its replay once it has failed for certain (settle):
+	// Capacity's, which reads nothing of a failed probe but its verdict.
+	failFast bool
 }
 
 func (o Options) withDefaults() Options {

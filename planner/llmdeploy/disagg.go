@@ -9,7 +9,7 @@ import (
 
 // DisaggregatedEvaluator replays one disaggregated unit: Ratio[0] prefill instances and
 // Ratio[1] decode instances of the candidate's roles joined by KV links of
-// Options.KVLinkGBps (dataplane/llm ReplayDisaggProfiles: least outstanding tokens routing
+// Options.KVLinkGBps (dataplane/llm ReplayDisagg: least outstanding tokens routing
 // per side, FCFS per engine, the KV pulled by the decode side when it has blocks, the first
 // token streamed by the decode side so TTFT includes the transfer; llm-deploy-search.md §1).
 type DisaggregatedEvaluator struct{}
@@ -21,7 +21,9 @@ func (DisaggregatedEvaluator) Probe(c Candidate, classes []qlmsec.LLMClass, rate
 	}
 	o = o.withDefaults()
 	reqs, cls := Requests(classes, rate, o.Requests, o.Seed)
-	res, _, err := llm.ReplayDisaggProfiles(c.Roles[0].Profile, c.Roles[1].Profile, c.instances(0), c.instances(1), o.KVLinkGBps, reqs)
+	d := llm.Disagg{Prefill: llm.NewModel(c.Roles[0].Profile), Decode: llm.NewModel(c.Roles[1].Profile), P: c.instances(0), D: c.instances(1),
+		LinkGBps: o.KVLinkGBps, Watch: o.watch(classes, reqs, cls)}
+	res, _, err := llm.ReplayDisagg(d, reqs)
 	if err != nil {
 		return nil, fmt.Errorf("llmdeploy: %s: %w", c.Label(), err)
 	}

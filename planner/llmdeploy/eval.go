@@ -76,7 +76,7 @@ func (AggregatedEvaluator) Probe(c Candidate, classes []qlmsec.LLMClass, rate fl
 	o = o.withDefaults()
 	reqs, cls := Requests(classes, rate, o.Requests, o.Seed)
 	m := llm.NewModel(c.Roles[0].Profile)
-	res, _ := llm.Replay(m, reqs, fcfs.New())
+	res, _ := llm.ReplayWatched(m, reqs, fcfs.New(), o.watch(classes, reqs, cls))
 	return Judge(classes, reqs, cls, res), nil
 }
 
@@ -140,27 +140,23 @@ func Judge(classes []qlmsec.LLMClass, reqs []llm.Request, cls []int, res []llm.R
 	a := make([]acc, len(classes))
 	for i := skip; i < len(reqs); i++ {
 		c, r := &a[cls[i]], res[i]
-		cl := &classes[cls[i]]
 		c.n++
 		if r.Refused || r.Done == dataplane.Never {
 			continue
 		}
-		ttft, e2e := float64(r.FirstToken-reqs[i].Arrival), float64(r.Done-reqs[i].Arrival)
-		c.ttft, c.e2e = append(c.ttft, ttft), append(c.e2e, e2e)
+		j := judgeRequest(&classes[cls[i]], &reqs[i], &r)
+		c.ttft, c.e2e = append(c.ttft, j.ttft), append(c.e2e, j.e2e)
 		c.out += int64(reqs[i].Out)
-		tpotOK := true
 		if reqs[i].Out > 1 {
-			tpot := (e2e - ttft) / float64(reqs[i].Out-1)
-			c.tpot = append(c.tpot, tpot)
-			tpotOK = cl.TPOTSLO <= 0 || tpot <= float64(cl.TPOTSLO.D().Microseconds())
+			c.tpot = append(c.tpot, j.tpot)
 		}
-		if e2e <= float64(cl.SLO.D().Microseconds()) {
+		if j.ok[sloE2E] {
 			c.e2eOK++
 		}
-		if cl.TTFTSLO <= 0 || ttft <= float64(cl.TTFTSLO.D().Microseconds()) {
+		if j.ok[sloTTFT] {
 			c.ttftOK++
 		}
-		if tpotOK {
+		if j.ok[sloTPOT] {
 			c.tpotOK++
 		}
 	}
@@ -171,8 +167,7 @@ func Judge(classes []qlmsec.LLMClass, reqs []llm.Request, cls []int, res []llm.R
 		if c.n > 0 {
 			e2eP, ttftP, tpotP := cl.Percentiles()
 			check := func(name string, limit formats.Duration, pct float64, ok int) Check {
-				share := math.Round(float64(ok)/float64(c.n)*1e6) / 1e6
-				return Check{SLO: name, LimitUs: float64(limit.D().Microseconds()), Percentile: pct, Share: share, Met: share >= pct}
+				return Check{SLO: name, LimitUs: float64(limit.D().Microseconds()), Percentile: pct, Share: share(ok, c.n), Met: share(ok, c.n) >= pct}
 			}
 			p.Checks = append(p.Checks, check("slo", cl.SLO, e2eP, c.e2eOK))
 			if cl.TTFTSLO > 0 {
@@ -250,6 +245,7 @@ func start(c Candidate, classes []qlmsec.LLMClass) float64 {
 func Capacity(ev Evaluator, c Candidate, classes []qlmsec.LLMClass, o Options) (Evaluation, error) {
 	// last is the prediction at the highest rate that met the SLOs so far (the search's lo).
 	var last []ClassPrediction
+	o.failFast = true
 	meets := func(rate float64) (bool, error) {
 		p, err := ev.Probe(c, classes, rate, o)
 		if err != nil {
