@@ -17,12 +17,16 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// goldenCases are the plans `make test` re-checks with `plan check --golden --resolve`.
-// Paths are relative to the repository root (the tests chdir there).
-var goldenCases = []struct {
+// goldenCase is a golden plan's file in testdata/golden and the solve arguments that
+// write it.
+type goldenCase struct {
 	file string
 	args []string
-}{
+}
+
+// goldenCases are the plans `make test` re-checks with `plan check --golden --resolve`.
+// Paths are relative to the repository root (the tests chdir there).
+var goldenCases = []goldenCase{
 	{"demo-ppipe.json", nil},
 	{"demo-np.json", []string{"--strategy", "np"}},
 	{"demo-dartr.json", []string{"--strategy", "dart-r"}},
