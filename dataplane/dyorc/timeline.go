@@ -42,19 +42,31 @@ func (dv *device) indexPlan() {
 	pnext := slices.Grow(dv.pnext[:0], n)[:n]
 	var mask uint64
 	if n > 0 {
+		// The kept batches (plan[:preTN], rebuildPrefix) run back to back, each after the
+		// first starting where the one before ends, so all but the last share the last one's
+		// pnext, and their services are the first one's and preTMask's (a superset where a
+		// cut left bits behind: availScan's join walk then finds nothing more). They are
+		// not read: at 128 GPUs under the 16× load they are most of a busy GPU's plan.
+		lo := max(dv.preTN-1, 0)
 		// One pass from the end: a batch's run ends where the next batch's does, unless the
 		// next one starts later than this one ends. (A forward pass, each run's batches
 		// learning their pnext when the next run starts, cost ~24 instructions a batch.)
 		next := int32(n)
 		pnext[n-1] = next
 		mask = svcBit(pl[n-1].svc)
-		for i := n - 2; i >= 0; i-- {
+		for i := n - 2; i >= lo; i-- {
 			b := &pl[i]
 			mask |= svcBit(b.svc)
 			if pl[i+1].start != b.end {
 				next = int32(i + 1)
 			}
 			pnext[i] = next
+		}
+		if lo > 0 {
+			for i := range pnext[:lo] {
+				pnext[i] = next
+			}
+			mask |= svcBit(pl[0].svc) | dv.preTMask
 		}
 	}
 	dv.pmask, dv.pnext = mask, pnext
