@@ -304,7 +304,9 @@ func joinRun(rest []planItem, sv uint16, st dataplane.Time, room int, skip bool)
 			}
 			room -= int(y.items)
 		}
-		rest = rest[1:]
+		// Capped at its length, the slice's capacity is its length: one register fewer in
+		// the loop (with rest[1:] the rebuild's copy kept the capacity on the stack).
+		rest = rest[1:len(rest):len(rest)]
 	}
 	return n - len(rest), room
 }
