@@ -128,8 +128,10 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 	// took those before), so the reservations the plan leaves out are those that follow, and
 	// only a reservation follows (reserve).
 	skipF := !lit
-	for i := 0; i < len(order); i++ {
-		x := &order[i]
+	// rest: the items after x, capped at its length (joinRun).
+	for rest := order; len(rest) > 0; {
+		x := &rest[0]
+		rest = rest[1:len(rest):len(rest)]
 		// Read literally every reservation counts [ours, measured in plan bench dyorc]:
 		//   - one whose estimated input time has passed waits on a late predecessor: when it
 		//     will be ready is unknown, and kept at "now" it would make this GPU look busy to
@@ -159,8 +161,8 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 					// A kept prefix batch (plan[:preTN]) grows: its prefix's own is kept.
 					dv.preJ, dv.preJB = n, *last
 				}
-				k, room := joinRun(order[i+1:], uint16(sv), last.start, e.max-last.items-items, skipF)
-				i += k
+				var room int
+				rest, room = joinRun(rest, uint16(sv), last.start, e.max-last.items-items, skipF)
 				last.items = e.max - room
 				last.end = last.start + dataplane.Time(e.latOf(p, sv, last.items))
 				continue
@@ -168,8 +170,8 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 			t = max(t, last.end)
 		}
 		st := max(t, ready, sr)
-		k, room := joinRun(order[i+1:], uint16(sv), st, e.max-items, skipF)
-		i += k
+		var room int
+		rest, room = joinRun(rest, uint16(sv), st, e.max-items, skipF)
 		items = e.max - room
 		n := len(pl)
 		pl = pl[:n+1] // within the capacity grown above
@@ -285,17 +287,19 @@ func (p *Policy) rebuildPrefix(now dataplane.Time, d int, t dataplane.Time, stam
 	return pl, dv.preN, t
 }
 
-// joinRun is the rebuild's join rule over the items that follow a batch's last item: how many
-// of them (k) join the batch of service sv starting at st with room items left, and the room
-// left after them. An item joins when it is of sv, fits and is ready by st (every batch starts
-// at or after now, so max(ready, now) ≤ st is ready ≤ st; sv's svcReady is ≤ st, the batch's
-// own start being at least it); a following reservation is skipped where skip is set (not
-// Literal: the items after the settled prefix are ready at or after now, so it is the only
-// reservation the rebuild leaves out there). Under the 16× load at 128 GPUs most of a rebuild's
-// ~23 future items join the batch just opened (15 of 24 an event, against 4 of 10 at 8), and
-// this loop, apart from the rebuild's many live values, keeps its few in registers.
-func joinRun(rest []planItem, sv uint16, st dataplane.Time, room int, skip bool) (int, int) {
-	n := len(rest)
+// joinRun is the rebuild's join rule over the items that follow a batch's last item: the items
+// left after those that join the batch of service sv starting at st with room items left, and
+// the room left after them. An item joins when it is of sv, fits and is ready by st (every
+// batch starts at or after now, so max(ready, now) ≤ st is ready ≤ st; sv's svcReady is ≤ st,
+// the batch's own start being at least it); a following reservation is skipped where skip is
+// set (not Literal: the items after the settled prefix are ready at or after now, so it is the
+// only reservation the rebuild leaves out there). Under the 16× load at 128 GPUs most of a
+// rebuild's ~23 future items join the batch just opened (15 of 24 an event, against 4 of 10 at
+// 8), and this loop, apart from the rebuild's many live values, keeps its few in registers.
+// It takes and returns the items as a slice capped at its length, which the rebuild's loop
+// walks too: an index and the order beside it (a count returned, then added) kept more of
+// the rebuild's values on the stack, reloaded at every item.
+func joinRun(rest []planItem, sv uint16, st dataplane.Time, room int, skip bool) ([]planItem, int) {
 	for len(rest) > 0 {
 		y := &rest[0]
 		if !(y.follows && skip) {
@@ -308,7 +312,7 @@ func joinRun(rest []planItem, sv uint16, st dataplane.Time, room int, skip bool)
 		// the loop (with rest[1:] the rebuild's copy kept the capacity on the stack).
 		rest = rest[1:len(rest):len(rest)]
 	}
-	return n - len(rest), room
+	return rest, room
 }
 
 // allResident is whether GPU d holds every service of mask (svcBit, services below 63).
