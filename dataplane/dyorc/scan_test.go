@@ -84,7 +84,8 @@ func TestAvailScanCutMatchesFullWalk(t *testing.T) {
 // TestIndexPlan: indexPlan's one pass gives every batch i the first batch j > i that starts
 // later than the one before it ends (or len), and the plan's service mask, as their
 // definitions say, on random plans of back-to-back runs and gaps (empty and one-batch plans,
-// services past 63 sharing the top bit), reusing the device's pnext as rebuilds do.
+// services past 63 sharing the top bit), with and without kept batches (preTN) leading the
+// plan, reusing the device's pnext as rebuilds do.
 func TestIndexPlan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	var dv device
@@ -99,8 +100,26 @@ func TestIndexPlan(t *testing.T) {
 			dv.plan = append(dv.plan, pbatch{svc: rng.IntN(70), items: 1, start: st, end: end})
 			st = end
 		}
-		dv.indexPlan()
+		// Kept batches (preTN) on the plan's leading back-to-back run, with preTMask their
+		// services after the first, plus, at times, a bit a cut left behind.
 		pl := dv.plan
+		run := min(len(pl), 1)
+		for run < len(pl) && pl[run].start == pl[run-1].end {
+			run++
+		}
+		dv.preTN, dv.preTMask = 0, 0
+		var extra uint64
+		if run > 0 && rng.IntN(2) == 0 {
+			dv.preTN = 1 + rng.IntN(run)
+			for _, b := range pl[1:dv.preTN] {
+				dv.preTMask |= svcBit(b.svc)
+			}
+			if rng.IntN(3) == 0 {
+				extra = svcBit(rng.IntN(70))
+				dv.preTMask |= extra
+			}
+		}
+		dv.indexPlan()
 		var mask uint64
 		for i := range pl {
 			mask |= svcBit(pl[i].svc)
@@ -115,7 +134,7 @@ func TestIndexPlan(t *testing.T) {
 				t.Fatalf("trial %d: pnext %v, batch %d want %d (plan %v)", trial, dv.pnext, i, want, pl)
 			}
 		}
-		if dv.pmask != mask {
+		if dv.pmask&^extra != mask&^extra || dv.pmask|extra != mask|extra {
 			t.Fatalf("trial %d: pmask %x, want %x", trial, dv.pmask, mask)
 		}
 	}

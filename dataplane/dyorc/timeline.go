@@ -42,19 +42,31 @@ func (dv *device) indexPlan() {
 	pnext := slices.Grow(dv.pnext[:0], n)[:n]
 	var mask uint64
 	if n > 0 {
+		// The kept batches (plan[:preTN], rebuildPrefix) run back to back, each after the
+		// first starting where the one before ends, so all but the last share the last one's
+		// pnext, and their services are the first one's and preTMask's (a superset where a
+		// cut left bits behind: availScan's join walk then finds nothing more). They are
+		// not read: at 128 GPUs under the 16× load they are most of a busy GPU's plan.
+		lo := max(dv.preTN-1, 0)
 		// One pass from the end: a batch's run ends where the next batch's does, unless the
 		// next one starts later than this one ends. (A forward pass, each run's batches
 		// learning their pnext when the next run starts, cost ~24 instructions a batch.)
 		next := int32(n)
 		pnext[n-1] = next
 		mask = svcBit(pl[n-1].svc)
-		for i := n - 2; i >= 0; i-- {
+		for i := n - 2; i >= lo; i-- {
 			b := &pl[i]
 			mask |= svcBit(b.svc)
 			if pl[i+1].start != b.end {
 				next = int32(i + 1)
 			}
 			pnext[i] = next
+		}
+		if lo > 0 {
+			for i := range pnext[:lo] {
+				pnext[i] = next
+			}
+			mask |= svcBit(pl[0].svc) | dv.preTMask
 		}
 	}
 	dv.pmask, dv.pnext = mask, pnext
@@ -116,8 +128,10 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 	// took those before), so the reservations the plan leaves out are those that follow, and
 	// only a reservation follows (reserve).
 	skipF := !lit
-	for i := 0; i < len(order); i++ {
-		x := &order[i]
+	// rest: the items after x, capped at its length (joinRun).
+	for rest := order; len(rest) > 0; {
+		x := &rest[0]
+		rest = rest[1:len(rest):len(rest)]
 		// Read literally every reservation counts [ours, measured in plan bench dyorc]:
 		//   - one whose estimated input time has passed waits on a late predecessor: when it
 		//     will be ready is unknown, and kept at "now" it would make this GPU look busy to
@@ -147,8 +161,8 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 					// A kept prefix batch (plan[:preTN]) grows: its prefix's own is kept.
 					dv.preJ, dv.preJB = n, *last
 				}
-				k, room := joinRun(order[i+1:], uint16(sv), last.start, e.max-last.items-items, skipF)
-				i += k
+				var room int
+				rest, room = joinRun(rest, uint16(sv), last.start, e.max-last.items-items, skipF)
 				last.items = e.max - room
 				last.end = last.start + dataplane.Time(e.latOf(p, sv, last.items))
 				continue
@@ -156,8 +170,8 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 			t = max(t, last.end)
 		}
 		st := max(t, ready, sr)
-		k, room := joinRun(order[i+1:], uint16(sv), st, e.max-items, skipF)
-		i += k
+		var room int
+		rest, room = joinRun(rest, uint16(sv), st, e.max-items, skipF)
 		items = e.max - room
 		n := len(pl)
 		pl = pl[:n+1] // within the capacity grown above
@@ -273,17 +287,19 @@ func (p *Policy) rebuildPrefix(now dataplane.Time, d int, t dataplane.Time, stam
 	return pl, dv.preN, t
 }
 
-// joinRun is the rebuild's join rule over the items that follow a batch's last item: how many
-// of them (k) join the batch of service sv starting at st with room items left, and the room
-// left after them. An item joins when it is of sv, fits and is ready by st (every batch starts
-// at or after now, so max(ready, now) ≤ st is ready ≤ st; sv's svcReady is ≤ st, the batch's
-// own start being at least it); a following reservation is skipped where skip is set (not
-// Literal: the items after the settled prefix are ready at or after now, so it is the only
-// reservation the rebuild leaves out there). Under the 16× load at 128 GPUs most of a rebuild's
-// ~23 future items join the batch just opened (15 of 24 an event, against 4 of 10 at 8), and
-// this loop, apart from the rebuild's many live values, keeps its few in registers.
-func joinRun(rest []planItem, sv uint16, st dataplane.Time, room int, skip bool) (int, int) {
-	n := len(rest)
+// joinRun is the rebuild's join rule over the items that follow a batch's last item: the items
+// left after those that join the batch of service sv starting at st with room items left, and
+// the room left after them. An item joins when it is of sv, fits and is ready by st (every
+// batch starts at or after now, so max(ready, now) ≤ st is ready ≤ st; sv's svcReady is ≤ st,
+// the batch's own start being at least it); a following reservation is skipped where skip is
+// set (not Literal: the items after the settled prefix are ready at or after now, so it is the
+// only reservation the rebuild leaves out there). Under the 16× load at 128 GPUs most of a
+// rebuild's ~23 future items join the batch just opened (15 of 24 an event, against 4 of 10 at
+// 8), and this loop, apart from the rebuild's many live values, keeps its few in registers.
+// It takes and returns the items as a slice capped at its length, which the rebuild's loop
+// walks too: an index and the order beside it (a count returned, then added) kept more of
+// the rebuild's values on the stack, reloaded at every item.
+func joinRun(rest []planItem, sv uint16, st dataplane.Time, room int, skip bool) ([]planItem, int) {
 	for len(rest) > 0 {
 		y := &rest[0]
 		if !(y.follows && skip) {
@@ -292,9 +308,11 @@ func joinRun(rest []planItem, sv uint16, st dataplane.Time, room int, skip bool)
 			}
 			room -= int(y.items)
 		}
-		rest = rest[1:]
+		// Capped at its length, the slice's capacity is its length: one register fewer in
+		// the loop (with rest[1:] the rebuild's copy kept the capacity on the stack).
+		rest = rest[1:len(rest):len(rest)]
 	}
-	return n - len(rest), room
+	return rest, room
 }
 
 // allResident is whether GPU d holds every service of mask (svcBit, services below 63).
