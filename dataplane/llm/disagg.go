@@ -183,7 +183,7 @@ func ReplayDisagg(c Disagg, reqs []Request) ([]Result, *DisaggStats, error) {
 	}
 	r.pre, r.dec = mk(&pm, c.P, r.stats.Prefill), mk(&dm, c.D, r.stats.Decode)
 	for i, q := range reqs {
-		r.res[i] = Result{ID: q.ID, FirstToken: dataplane.Never, Done: dataplane.Never} // until it arrives (a watch may stop first)
+		r.res[i] = Result{ID: q.ID, FirstToken: dataplane.Never, Done: dataplane.Never} // unanswered until its tokens come (for good if a watch stops the replay first)
 	}
 	r.loop()
 	for i := range r.st {
@@ -251,7 +251,6 @@ func (r *disaggRun) loop() {
 // arrive routes request i to a prefill instance, or refuses it.
 func (r *disaggRun) arrive(now dataplane.Time, i int) {
 	q := r.reqs[i]
-	r.res[i] = Result{ID: q.ID, FirstToken: dataplane.Never, Done: dataplane.Never}
 	if r.c.Prefill.Refuses(q.Prompt, 1) || (q.Out > 1 && r.c.Decode.Refuses(q.Prompt, q.Out)) {
 		r.res[i].Refused = true
 		r.final(i)

@@ -71,7 +71,7 @@ func ReplayWatched(m *Model, reqs []Request, q Queue, watch Watch) ([]Result, *C
 	slices.SortStableFunc(order, func(a, b int) int { return int(reqs[a].Arrival - reqs[b].Arrival) })
 	res := make([]Result, len(reqs))
 	for i, r := range reqs {
-		res[i] = Result{ID: r.ID, FirstToken: dataplane.Never, Done: dataplane.Never} // until it arrives (a watch may stop first)
+		res[i] = Result{ID: r.ID, FirstToken: dataplane.Never, Done: dataplane.Never} // unanswered until its tokens come (for good if a watch stops the replay first)
 	}
 	seqs := make([]*Seq, len(reqs))
 	at := map[*Seq]int{}
@@ -111,7 +111,6 @@ func ReplayWatched(m *Model, reqs []Request, q Queue, watch Watch) ([]Result, *C
 				i := order[next]
 				next++
 				r := reqs[i]
-				res[i] = Result{ID: r.ID, FirstToken: dataplane.Never, Done: dataplane.Never}
 				if m.Refuses(r.Prompt, r.Out) {
 					res[i].Refused = true
 					stop = stop || (watch != nil && watch(i, &res[i]))
