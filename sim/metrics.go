@@ -229,10 +229,7 @@ func (c *collector) summarize(name string, a *appCol, secs float64) AppMetrics {
 		Name: name, Requests: a.requests, Completed: a.completed, Late: a.late, Dropped: a.dropped, Cancelled: a.cancelled,
 		WastedGPUMs: round6(a.wasted / 1000),
 	}
-	out.Attainment = 1
-	if a.requests > 0 {
-		out.Attainment = round6(float64(a.completed) / float64(a.requests))
-	}
+	out.Attainment = attainmentOf(a.completed, a.requests)
 	if secs > 0 {
 		out.GoodputRPS = round6(float64(a.completed) / secs)
 	}
@@ -258,6 +255,14 @@ func (c *collector) summarize(name string, a *appCol, secs float64) AppMetrics {
 		out.LLM = a.llm.summarize()
 	}
 	return out
+}
+
+// attainmentOf is the attainment a report gives completed requests of requests (1 of none).
+func attainmentOf(completed, requests int64) float64 {
+	if requests <= 0 {
+		return 1
+	}
+	return round6(float64(completed) / float64(requests))
 }
 
 // atPercentile adds the latency at the SLO's percentile p (0 = none) to out (a cascade is

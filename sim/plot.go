@@ -279,6 +279,24 @@ func newPointSimCompact(cfg *SweepConfig, load float64, compact bool) (*Sim, err
 	if cfg.Replay != nil {
 		return newReplaySim(cfg, pol, load, compact)
 	}
+	srcs, expect, err := pointSources(cfg, load)
+	if err != nil {
+		return nil, err
+	}
+	opts := Options{
+		Duration: cfg.Duration, Seed: PointSeed(cfg.Seed, load, -1), Jitter: cfg.Jitter,
+		ExpectedRequests: int(math.Min(expect*1.1+1024, 1<<26)), Failures: cfg.Failures, CancelFraction: cfg.CancelFraction, Warmup: cfg.Warmup,
+		LLM: cfg.LLM,
+	}
+	if compact {
+		CompactAsSweeps(&opts)
+	}
+	return New(cfg.Dep, pol, srcs, opts)
+}
+
+// pointSources are a load point's arrival sources, one per application (nil: no arrivals),
+// and the arrivals expected of them in the run.
+func pointSources(cfg *SweepConfig, load float64) ([]Source, float64, error) {
 	srcs := make([]Source, len(cfg.Dep.Apps))
 	var expect float64
 	for a := range cfg.Dep.Apps {
@@ -290,19 +308,12 @@ func newPointSimCompact(cfg *SweepConfig, load float64, compact bool) (*Sim, err
 			continue
 		}
 		expect += rate * load * float64(cfg.Duration) / 1e6
+		var err error
 		if srcs[a], err = cfg.Arrival.New(rate*load, cfg.Dep.Apps[a].Name, PointSeed(cfg.Seed, load, a)); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	opts := Options{
-		Duration: cfg.Duration, Seed: PointSeed(cfg.Seed, load, -1), Jitter: cfg.Jitter,
-		ExpectedRequests: int(math.Min(expect*1.1+1024, 1<<26)), Failures: cfg.Failures, CancelFraction: cfg.CancelFraction, Warmup: cfg.Warmup,
-		LLM: cfg.LLM,
-	}
-	if compact {
-		CompactAsSweeps(&opts)
-	}
-	return New(cfg.Dep, pol, srcs, opts)
+	return srcs, expect, nil
 }
 
 // CompactAsSweeps sets o to compact the engine as every sweep's load point does: every

@@ -109,6 +109,8 @@ func Predict(ctx context.Context, in PredictInput) (*formats.Prediction, error) 
 		FindLimit: !in.RatesOnly, LimitCap: predictHeadroomCap, PlanName: "prediction", Strategy: in.Plan.Provenance.Strategy,
 	}
 	cfg.LLM = PlanLLMClasses(in.Plan, dep)
+	j := judge{targets: appTargets(dep, cfg.LLM), llm: cfg.LLM, dep: dep}
+	cfg.settle = &j
 	rep, err := Sweep(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("predicting the plan: %w", err)
@@ -117,12 +119,6 @@ func Predict(ctx context.Context, in PredictInput) (*formats.Prediction, error) 
 	at1 := pointAt(points, 1)
 	if at1 == nil {
 		return nil, fmt.Errorf("predicting the plan: no load point 1 in the simulation")
-	}
-	j := judge{targets: appTargets(at1), llm: cfg.LLM, dep: dep}
-	for i, c := range cfg.LLM {
-		if c.Model != "" && i < len(j.targets) {
-			j.targets[i] = c.E2EP // an LLM class's attainment line: its E2E percentile
-		}
 	}
 	targets := j.targets
 	// Replications: the same span twice more with other arrivals. Misses come in bursts
@@ -251,14 +247,17 @@ func workloadRate(w *formats.Workload, name string) float64 {
 // size by simulation judge capacity on the same runs).
 func predictSpan(base []float64) float64 { return workload.PredictionSpan(base) }
 
-// appTargets are the applications' attainment targets: the percentile an application's SLO
-// is stated at (a cascade's p95), else MaxLoadTarget.
-func appTargets(p *Point) []float64 {
-	t := make([]float64, len(p.Apps))
-	for i, a := range p.Apps {
+// appTargets are the applications' attainment targets: an LLM class's E2E percentile, the
+// percentile an application's SLO is stated at (a cascade's p95), else MaxLoadTarget.
+func appTargets(dep *dataplane.Deployment, llm []LLMClass) []float64 {
+	t := make([]float64, len(dep.Apps))
+	for i, a := range dep.Apps {
 		t[i] = MaxLoadTarget
-		if a.SLOPercentile != nil && a.SLOPercentile.Percentile > 0 && a.SLOPercentile.Percentile < 1 {
-			t[i] = a.SLOPercentile.Percentile
+		if p := a.SLOPercentile; p > 0 && p < 1 {
+			t[i] = p
+		}
+		if i < len(llm) && llm[i].Model != "" {
+			t[i] = llm[i].E2EP // an LLM class's attainment line
 		}
 	}
 	return t
@@ -285,6 +284,11 @@ func (j judge) app(p *Point, i int) bool {
 	a := &p.Apps[i]
 	if a.Requests == 0 {
 		return true
+	}
+	if p.Stopped {
+		// Stopped certain to fail (settle.go): every application with requests misses, and
+		// it counted some of every such application's (the misses that settled it).
+		return false
 	}
 	if cs := j.checks(a, i); cs != nil {
 		return workload.AllMet(cs)

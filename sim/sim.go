@@ -72,6 +72,8 @@ type Options struct {
 	// Horizon, when > 0, bounds virtual time: a run still going past it (a policy that never
 	// finishes its requests keeps a Ticker's timer alive for ever) returns ErrHorizon.
 	Horizon dataplane.Time
+	// settle, when set, stops the run once it is certain to fail its judge (settle.go).
+	settle *settleWatch
 }
 
 // ErrHorizon is returned by Run when virtual time passes Options.Horizon.
@@ -104,6 +106,8 @@ type Sim struct {
 	// touched keeps what emulate's first pass reads from being optimized away (the compiler
 	// drops a load nothing uses; that pass is there for its loads).
 	touched float64
+	// stopped: Options.settle stopped the run, certain to fail.
+	stopped bool
 }
 
 // New builds a simulation of dep under pol with one arrival source per application (nil =
@@ -211,6 +215,9 @@ func (s *Sim) SetTimer(at dataplane.Time, key int64) {
 // Finish implements dataplane.Effects.
 func (s *Sim) Finish(now dataplane.Time, r *dataplane.Request) {
 	s.col.finish(r)
+	if s.opts.settle != nil && r.Arrival >= s.opts.Warmup && s.opts.settle.finished(r.App, &s.col.apps[r.App]) {
+		s.stopped = true
+	}
 	if s.opts.OnFinish != nil {
 		s.opts.OnFinish(now, r)
 	}
@@ -272,8 +279,13 @@ func (s *Sim) Run() (*Metrics, error) {
 			s.Engine.Compact()
 		}
 		// Only timers (ticks) can be left once arrivals ended and every request finished.
-		if s.pending == 0 && s.Engine.Finished() == int64(s.Engine.NextRequestID()) {
+		if s.stopped || (s.pending == 0 && s.Engine.Finished() == int64(s.Engine.NextRequestID())) {
 			break
+		}
+	}
+	if s.opts.settle != nil && !s.stopped {
+		if err := s.opts.settle.check(s.col, s.dep); err != nil {
+			return nil, err
 		}
 	}
 	m := s.col.metrics(s.Engine, s.now, s.opts.Duration)
@@ -315,6 +327,9 @@ func (s *Sim) emulate(ev dataplane.Event) {
 		}
 	}
 }
+
+// Stopped reports whether the run was stopped certain to fail (its metrics are partial).
+func (s *Sim) Stopped() bool { return s.stopped }
 
 // Now returns the time of the last processed event.
 func (s *Sim) Now() dataplane.Time { return s.now }

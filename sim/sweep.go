@@ -57,6 +57,9 @@ type SweepConfig struct {
 	Replay *ExactReplay
 	// RecordRequests keeps every request's record in its Point (Point.Requests).
 	RecordRequests bool
+	// settle, when set (a prediction's sweeps), stops the run of every load but 1, whose
+	// metrics the prediction reports, once it is certain to fail this judge (settle.go).
+	settle *judge
 }
 
 // traceName labels the arrivals in the report.
@@ -100,6 +103,13 @@ func RunPoint(cfg *SweepConfig, load float64) (*Point, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.settle != nil && load != 1 && cfg.Replay == nil && !cfg.RecordRequests {
+		n, err := settleCounts(cfg, load)
+		if err != nil {
+			return nil, err
+		}
+		s.opts.settle = newSettleWatch(*cfg.settle, n)
+	}
 	var recs []RequestRecord
 	if cfg.RecordRequests {
 		s.opts.OnFinish = func(_ rt.Time, r *rt.Request) {
@@ -128,7 +138,7 @@ func RunPoint(cfg *SweepConfig, load float64) (*Point, error) {
 	if recs != nil {
 		sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
 	}
-	return &Point{Load: load, Metrics: *m, Requests: recs}, nil
+	return &Point{Load: load, Metrics: *m, Requests: recs, Stopped: s.Stopped()}, nil
 }
 
 // Sweep runs every load point, in parallel, and assembles the report in load order.
@@ -207,7 +217,7 @@ func limitCap(cfg *SweepConfig) float64 {
 // Every added load is a deterministic function of the results so far, so the report stays
 // reproducible.
 func findLimit(ctx context.Context, cfg *SweepConfig, points []*Point) ([]*Point, error) {
-	pass := func(p *Point) bool { return MaxLoadAt([]Point{*p}, MaxLoadTarget) > 0 }
+	pass := func(p *Point) bool { return MaxLoadAt([]Point{*p}, MaxLoadTarget) > 0 } // false when p.Stopped
 	hi := points[0]
 	for _, p := range points {
 		if p.Load > hi.Load {

@@ -61,6 +61,10 @@ type Point struct {
 	// Requests are every request's records when the run was asked to keep them (`plan
 	// simulate --requests-out`); never part of the report itself.
 	Requests []RequestRecord `json:"-"`
+	// Stopped marks a run cut short once it was certain to fail its targets (a prediction's
+	// loads past what a plan sustains): its metrics are partial, and it passes no test
+	// (maxLoad). Never part of the report: only a prediction asks for it.
+	Stopped bool `json:"-"`
 }
 
 // RequestRecord is one request's life, a line of `plan simulate --requests-out` (JSONL), to
@@ -129,7 +133,8 @@ func MaxLoadAtMean(points []Point, target float64) float64 {
 	})
 }
 
-func maxLoad(points []Point, pass func(*Point) bool) float64 {
+func maxLoad(points []Point, holds func(*Point) bool) float64 {
+	pass := func(p *Point) bool { return !p.Stopped && holds(p) }
 	for i := len(points) - 1; i >= 0; i-- {
 		if !pass(&points[i]) {
 			continue
@@ -146,7 +151,7 @@ func maxLoad(points []Point, pass func(*Point) bool) float64 {
 func MaxLoadAtApp(points []Point, app int, target float64) float64 {
 	one := make([]Point, len(points))
 	for i, p := range points {
-		one[i] = Point{Load: p.Load}
+		one[i] = Point{Load: p.Load, Stopped: p.Stopped}
 		if app < len(p.Apps) {
 			one[i].Apps = []AppMetrics{p.Apps[app]}
 		}
