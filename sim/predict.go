@@ -82,6 +82,36 @@ func PredictArrivals(s string) (ArrivalSpec, string, error) {
 
 // Predict simulates the plan at its own rates and returns its prediction.
 func Predict(ctx context.Context, in PredictInput) (*formats.Prediction, error) {
+	p, err := StartPrediction(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	if in.RatesOnly {
+		return p.Rates(), nil
+	}
+	return p.Complete(ctx)
+}
+
+// Prediction is a prediction under way: the plan's run at load 1 and its replications are
+// done, which is all its verdict at its rates needs (Rates); Complete adds the headroom
+// search. A caller that may discard the plan on that verdict (the solve's rate lever, which
+// solves again at a margin when a plan misses) completes only the prediction it keeps: the
+// search is most of a prediction's runs, and a plan that misses at its rates needs the most
+// of them (the loads below 1).
+type Prediction struct {
+	in              PredictInput
+	cfg             *SweepConfig
+	j               judge
+	basis, arrivals string
+	secs            float64
+	at1             *Point
+	reps1           []Point
+	v               *sustainCheck
+	done            *formats.Prediction
+}
+
+// StartPrediction runs the plan at load 1 and its replications.
+func StartPrediction(ctx context.Context, in PredictInput) (*Prediction, error) {
 	dep := in.Dep
 	// Load 1 is the workload's rate of every application that has one (what the plan was
 	// sized for: a cost plan's pipelines carry more than that); where the workload gives
@@ -106,70 +136,101 @@ func Predict(ctx context.Context, in PredictInput) (*formats.Prediction, error) 
 	cfg := &SweepConfig{
 		Dep: dep, Policies: in.Policies, Policy: dataplane.Config{Policy: in.Policy}, Arrival: spec, BaseRPS: rates,
 		Loads: []float64{1}, Duration: d, Seed: uint64(in.Seed), Warmup: DefaultWarmup(dep, d),
-		FindLimit: !in.RatesOnly, LimitCap: predictHeadroomCap, PlanName: "prediction", Strategy: in.Plan.Provenance.Strategy,
+		LimitCap: predictHeadroomCap, PlanName: "prediction", Strategy: in.Plan.Provenance.Strategy,
 	}
 	cfg.LLM = PlanLLMClasses(in.Plan, dep)
-	j := judge{targets: appTargets(dep, cfg.LLM), llm: cfg.LLM, dep: dep}
-	cfg.settle = &j
-	rep, err := Sweep(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("predicting the plan: %w", err)
+	p := &Prediction{in: in, cfg: cfg, j: judge{targets: appTargets(dep, cfg.LLM), llm: cfg.LLM, dep: dep},
+		basis: basis, arrivals: arrivals, secs: secs}
+	cfg.settle = &p.j
+	if p.at1, err = RunPoint(cfg, 1); err != nil {
+		return nil, fmt.Errorf("predicting the plan: load 1: %w", err)
 	}
-	points := rep.Points
-	at1 := pointAt(points, 1)
-	if at1 == nil {
-		return nil, fmt.Errorf("predicting the plan: no load point 1 in the simulation")
-	}
-	targets := j.targets
 	// Replications: the same span twice more with other arrivals. Misses come in bursts
 	// (a queue that builds holds many requests late at once), so a run's attainment
 	// scatters more than the binomial of its request count says; the spread of independent
 	// replications measures it (PARD at 20 s: 99.29% ± 0.26 binomial, another seed 97.79%).
 	// A plan meets its targets at its rates when the first run and every replication do:
 	// one lucky run is no verdict (bursty arrivals scatter runs most).
-	v := &sustainCheck{cfg: cfg, seed: in.Seed, j: j, reps: map[float64][]Point{}}
-	reps1, err := v.replications(ctx, 1)
-	if err != nil {
+	p.v = &sustainCheck{cfg: cfg, seed: in.Seed, j: p.j, reps: map[float64][]Point{}}
+	if p.reps1, err = p.v.replications(ctx, 1); err != nil {
 		return nil, err
 	}
-	held1 := j.all(at1)
-	for k := range reps1 {
-		held1 = held1 && j.all(&reps1[k])
+	return p, nil
+}
+
+// Rates is the prediction at the plan's rates alone: every field but Headroom and each
+// application's SustainedRPS (0 here) is the complete prediction's.
+func (p *Prediction) Rates() *formats.Prediction {
+	pr, _ := p.assemble(nil, nil) // without a search, nothing can fail
+	return pr
+}
+
+// Complete runs the headroom search and returns the whole prediction (once: later calls
+// return the same).
+func (p *Prediction) Complete(ctx context.Context) (*formats.Prediction, error) {
+	if p.done != nil {
+		return p.done, nil
 	}
-	if !held1 && !in.RatesOnly {
+	// Above 1, where load 1 holds MaxLoadTarget: doubling to the cap, then bisecting.
+	found, err := findLimit(ctx, p.cfg, []*Point{p.at1})
+	if err != nil {
+		return nil, fmt.Errorf("predicting the plan: %w", err)
+	}
+	var points []Point
+	for _, q := range found {
+		points = append(points, *q)
+	}
+	held1 := p.j.all(p.at1)
+	for k := range p.reps1 {
+		held1 = held1 && p.j.all(&p.reps1[k])
+	}
+	if !held1 {
 		// Where it does hold: the loads below 1 (the search above 1 found nothing, or
 		// what it found did not hold in the replications).
-		c := *cfg
-		c.Loads, c.FindLimit = predictBelow, false
+		c := *p.cfg
+		c.Loads = predictBelow
 		low, err := Sweep(ctx, &c)
 		if err != nil {
 			return nil, fmt.Errorf("predicting the plan: %w", err)
 		}
 		points = append(points, low.Points...)
 	}
-	v.points = points
+	p.v.points = points
+	pr, err := p.assemble(ctx, points)
+	if err != nil {
+		return nil, err
+	}
+	p.done = pr
+	return pr, nil
+}
+
+// assemble builds the prediction from load 1, its replications and, when points are given
+// (the search's loads), the headroom and each application's sustained rate.
+func (p *Prediction) assemble(ctx context.Context, points []Point) (*formats.Prediction, error) {
+	at1, reps1, j := p.at1, p.reps1, p.j
 	reps := make([][]float64, len(at1.Apps))
 	for i, a := range at1.Apps {
 		reps[i] = []float64{a.Attainment}
-		for _, p := range reps1 {
-			if i < len(p.Apps) && p.Apps[i].Requests > 0 {
-				reps[i] = append(reps[i], p.Apps[i].Attainment)
+		for _, q := range reps1 {
+			if i < len(q.Apps) && q.Apps[i].Requests > 0 {
+				reps[i] = append(reps[i], q.Apps[i].Attainment)
 			}
 		}
 	}
 	hr := 0.0
-	if !in.RatesOnly {
-		if hr, err = v.sustained(ctx, headroom(points, j), -1); err != nil {
+	if points != nil {
+		var err error
+		if hr, err = p.v.sustained(ctx, headroom(points, j), -1); err != nil {
 			return nil, err
 		}
 	}
 	pr := &formats.Prediction{
-		Method: formats.PredictionMethodSim, Basis: basis, Policy: in.Policy, Arrivals: arrivals, Seed: in.Seed,
-		DurationS: secs, Headroom: hr, HeadroomCap: predictHeadroomCap, Meets: true,
+		Method: formats.PredictionMethodSim, Basis: p.basis, Policy: p.in.Policy, Arrivals: p.arrivals, Seed: p.in.Seed,
+		DurationS: p.secs, Headroom: hr, HeadroomCap: predictHeadroomCap, Meets: true,
 	}
 	for i, a := range at1.Apps {
 		ap := formats.AppPrediction{
-			Name: a.Name, RateRPS: a.OfferedRPS, Requests: a.Requests, Target: targets[i],
+			Name: a.Name, RateRPS: a.OfferedRPS, Requests: a.Requests, Target: j.targets[i],
 			Attainment: a.Attainment, Margin: min(1, max(samplingMargin(a.Attainment, a.Requests), replicationMargin(reps[i]))),
 			Dropped: a.Dropped + a.Cancelled, Late: a.Late,
 			P50Ms: usToMs(a.Latency.P50Us), P90Ms: usToMs(a.Latency.P90Us), P99Ms: usToMs(a.Latency.P99Us),
@@ -188,8 +249,8 @@ func Predict(ctx context.Context, in PredictInput) (*formats.Prediction, error) 
 		for k := range reps1 {
 			ap.Meets = ap.Meets && j.app(&reps1[k], i)
 		}
-		if !in.RatesOnly {
-			h, err := v.sustained(ctx, appHeadroom(points, i, j), i)
+		if points != nil {
+			h, err := p.v.sustained(ctx, appHeadroom(points, i, j), i)
 			if err != nil {
 				return nil, err
 			}

@@ -1,11 +1,16 @@
 package sim
 
 import (
+	"context"
 	"math"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
@@ -175,6 +180,68 @@ func TestPredictArrivals(t *testing.T) {
 			}
 			if again, c2, err := PredictArrivals(canon); err != nil || c2 != canon || again.Kind != spec.Kind || again.CV != spec.CV {
 				t.Errorf("the recorded spelling %q reads back as %s %q cv %g (%v)", canon, again.Kind, c2, again.CV, err)
+			}
+		})
+	}
+}
+
+// TestPredictionInTwoParts: a prediction started and then completed is Predict's, byte for
+// byte, and its verdict at the rates (Rates, what RatesOnly returns) is the complete one
+// without the search's fields: for the bundled QLM plan (its search above 1) and for a PPipe
+// deployment past its rates (a miss at 1, so the loads below).
+func TestPredictionInTwoParts(t *testing.T) {
+	cfg := qlmSweep(t)
+	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "export", "qlm", "plan.json"), intree.Sections())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A PPipe deployment of two models, at 2× its rates: a miss at 1.
+	over := *loadDep(t, "mixed.json")
+	over.Apps = slices.Clone(over.Apps)
+	for i := range over.Apps {
+		over.Apps[i].RateRPS *= 2
+	}
+	for _, tc := range []struct {
+		name string
+		in   PredictInput
+		miss bool
+	}{
+		{"qlm plan", PredictInput{Plan: plan, Dep: cfg.Dep, Policies: cfg.Policies, Policy: cfg.Policy.Policy}, false},
+		{"ppipe past its rates", PredictInput{Plan: &formats.Plan{}, Dep: &over, Policies: testPolicies, Policy: "ppipe"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			in.Seed, in.SpanScale = 1, 0.1
+			whole, err := Predict(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if whole.Meets == tc.miss || (whole.Headroom < 1) != tc.miss {
+				t.Fatalf("meets %v, headroom %g: want a plan that meets %v", whole.Meets, whole.Headroom, !tc.miss)
+			}
+			p, err := StartPrediction(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rates := p.Rates()
+			got, err := p.Complete(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, whole) {
+				t.Fatalf("started and completed:\n%+v\nPredict:\n%+v", got, whole)
+			}
+			want := *whole
+			want.Headroom, want.Apps = 0, slices.Clone(whole.Apps)
+			for i := range want.Apps {
+				want.Apps[i].SustainedRPS = 0
+			}
+			if !reflect.DeepEqual(rates, &want) {
+				t.Fatalf("Rates:\n%+v\nwant the complete prediction without its search:\n%+v", rates, &want)
+			}
+			in.RatesOnly = true
+			if only, err := Predict(context.Background(), in); err != nil || !reflect.DeepEqual(only, rates) {
+				t.Fatalf("RatesOnly: %+v (%v), want %+v", only, err, rates)
 			}
 		})
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/schedule"
+	"github.com/plan-dev/plan/sim"
 )
 
 // rateMargins are the margins tried in turn, each solve a fresh one: past 2× the plan is
@@ -32,18 +33,29 @@ var rateMargins = []float64{1.1, 1.25, 1.5, 2}
 // Solve solves in, predicts the plan under the arrival process arrivals (sim.PredictArrivals:
 // "" is Poisson) and, where it misses at the workload's rates, tries rateMargins. It returns
 // the first plan that meets its targets, or the plan solved at the rates as given with its
-// miss.
+// miss. A plan's verdict at its rates decides whether it is kept, so only a kept plan's
+// prediction runs the headroom search (sim.Prediction).
 func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in planner.Inputs, settings planner.Settings, arrivals string, note func(string)) (*formats.Plan, error) {
 	plan, err := pl.Solve(ctx, in, settings)
 	if err != nil {
 		return nil, err
 	}
-	if plan.Prediction, err = PlanArrivals(ctx, reg, plan, arrivals); err != nil {
+	first, err := Start(ctx, reg, plan, arrivals)
+	if err != nil {
 		return nil, err
 	}
-	pr := plan.Prediction
+	// keep completes the prediction of the plan returned.
+	keep := func(p *formats.Plan, started *sim.Prediction) (*formats.Plan, error) {
+		whole, err := started.Complete(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p.Prediction = whole
+		return p, nil
+	}
+	pr := first.Rates()
 	if pr.Meets || pr.Basis != formats.PredictionBasisRates || in.Workload == nil {
-		return plan, nil
+		return keep(plan, first)
 	}
 	settings.Progress = nil
 	for _, k := range rateMargins {
@@ -58,20 +70,20 @@ func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in pl
 		if err != nil {
 			// The cluster does not carry the margin: the plan at the rates stands, missing.
 			note(fmt.Sprintf("no plan at %.3g× the rates: %v", k, err))
-			return plan, nil
+			return keep(plan, first)
 		}
 		if err := unscaleEmbedded(p, k, plan.Provenance.Embedded); err != nil {
 			return nil, err
 		}
-		if p.Prediction, err = PlanArrivals(ctx, reg, p, arrivals); err != nil {
+		started, err := Start(ctx, reg, p, arrivals)
+		if err != nil {
 			return nil, err
 		}
-		if p.Prediction.Meets {
-			return p, nil
+		if pr = started.Rates(); pr.Meets {
+			return keep(p, started)
 		}
-		pr = p.Prediction
 	}
-	return plan, nil
+	return keep(plan, first)
 }
 
 // worstMiss names the application furthest below its target.

@@ -36,6 +36,16 @@ func PlanArrivals(ctx context.Context, reg *systems.Registry, plan *formats.Plan
 	return planInput(ctx, reg, plan, sim.PredictInput{Seed: arrivalSeed, SpanScale: 1, Arrivals: arrivals})
 }
 
+// Start starts plan's prediction under arrivals as PlanArrivals does: the runs at the plan's
+// rates are done, and sim.Prediction.Complete adds the headroom search (see Solve).
+func Start(ctx context.Context, reg *systems.Registry, plan *formats.Plan, arrivals string) (*sim.Prediction, error) {
+	in, err := deploy(reg, plan, sim.PredictInput{Seed: arrivalSeed, SpanScale: 1, Arrivals: arrivals})
+	if err != nil {
+		return nil, err
+	}
+	return sim.StartPrediction(ctx, in)
+}
+
 // RecordedArrivals is the arrival process plan's prediction was made under ("" without one:
 // Poisson).
 func RecordedArrivals(plan *formats.Plan) string {
@@ -60,12 +70,21 @@ func PlanWith(ctx context.Context, reg *systems.Registry, plan *formats.Plan, se
 
 // planInput deploys the plan by its system and predicts it with in's settings.
 func planInput(ctx context.Context, reg *systems.Registry, plan *formats.Plan, in sim.PredictInput) (*formats.Prediction, error) {
+	in, err := deploy(reg, plan, in)
+	if err != nil {
+		return nil, err
+	}
+	return sim.Predict(ctx, in)
+}
+
+// deploy is in with plan deployed by its system.
+func deploy(reg *systems.Registry, plan *formats.Plan, in sim.PredictInput) (sim.PredictInput, error) {
 	dep, pol, err := reg.Deploy(plan)
 	if err != nil {
-		return nil, fmt.Errorf("predicting the plan: %w", err)
+		return in, fmt.Errorf("predicting the plan: %w", err)
 	}
 	in.Plan, in.Dep, in.Policies, in.Policy = plan, dep, reg.Policies(), pol
-	return sim.Predict(ctx, in)
+	return in, nil
 }
 
 // Misses lists the applications that miss their targets, one phrase each.
