@@ -161,7 +161,7 @@ func StartPrediction(ctx context.Context, in PredictInput) (*Prediction, error) 
 // Rates is the prediction at the plan's rates alone: every field but Headroom and each
 // application's SustainedRPS (0 here) is the complete prediction's.
 func (p *Prediction) Rates() *formats.Prediction {
-	pr, _ := p.assemble(nil, nil) // without a search, nothing can fail
+	pr, _ := p.assemble(context.Background(), nil) // without a search, nothing can fail
 	return pr
 }
 
@@ -393,15 +393,6 @@ func appHeadroom(points []Point, a int, j judge) float64 {
 		h = ps[i].Load
 	}
 	return h
-}
-
-func pointAt(points []Point, load float64) *Point {
-	for i := range points {
-		if points[i].Load == load {
-			return &points[i]
-		}
-	}
-	return nil
 }
 
 // sustainCheck holds a headroom to the replications' standard. The headroom search runs one
