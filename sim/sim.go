@@ -3,7 +3,9 @@
 // creation sequence), generates arrivals (Poisson, Gamma-renewal bursts, MMPP, trace replay
 // with the folding scaler, per-interval counts), collects metrics (SLO attainment, goodput,
 // drops by stage and reason, utilization, wasted GPU time, latency percentiles) and sweeps
-// load factors in parallel with results identical to a sequential run.
+// load factors in parallel with results identical to a sequential run. It also predicts the
+// plan `plan solve` writes and `plan check` reads (predict.go: the plan at its rates with
+// replications, then a headroom search whose runs stop once certain to fail, settle.go).
 package sim
 
 import (
