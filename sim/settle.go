@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"sort"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
@@ -49,7 +48,7 @@ type appSettle struct {
 	failed                      bool
 }
 
-// never is a limit no count reaches.
+// never is a limit no count reaches (what workload.MissLimit returns when none fails).
 const never = math.MaxInt64
 
 // newSettleWatch sets the limits of a run that will count n[i] requests of application i.
@@ -73,16 +72,16 @@ func newSettleWatch(j judge, n []int64) *settleWatch {
 		completed := func(m int64) AppMetrics {
 			return AppMetrics{Requests: count, Completed: count - m, Attainment: attainmentOf(count-m, count)}
 		}
-		a.att99 = missLimit(count, func(m int64) bool { return attainmentOf(count-m, count) < MaxLoadTarget })
+		a.att99 = workload.MissLimit(count, func(m int64) bool { return attainmentOf(count-m, count) < MaxLoadTarget })
 		llm := AppMetrics{Requests: count, Completed: count, Attainment: 1, LLM: &workload.LLMMetrics{Answered: count}}
 		if j.checks(&llm, i) == nil {
-			a.att = missLimit(count, func(m int64) bool { return fails(i, completed(m)) })
+			a.att = workload.MissLimit(count, func(m int64) bool { return fails(i, completed(m)) })
 			continue
 		}
 		a.llm = true
 		// One SLO's misses at a time, the others' none: each check reads only its own.
 		slo := func(set func(*workload.LLMMetrics, int64)) int64 {
-			return missLimit(count, func(m int64) bool {
+			return workload.MissLimit(count, func(m int64) bool {
 				l := workload.LLMMetrics{Answered: count}
 				set(&l, m)
 				return fails(i, AppMetrics{Requests: count, Completed: count, Attainment: 1, LLM: &l})
@@ -93,16 +92,6 @@ func newSettleWatch(j judge, n []int64) *settleWatch {
 		a.tpot = slo(func(l *workload.LLMMetrics, m int64) { l.TPOTMissed = m })
 	}
 	return w
-}
-
-// missLimit is the fewest misses of n requests at which fails holds (never: none up to n);
-// fails must hold for every count above one it holds for.
-func missLimit(n int64, fails func(m int64) bool) int64 {
-	m := int64(sort.Search(int(n)+1, func(m int) bool { return fails(int64(m)) }))
-	if m > n {
-		return never
-	}
-	return m
 }
 
 // finished takes application i's counts after one of its measured requests finished and

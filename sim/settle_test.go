@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/workload"
 )
 
 // TestMissLimit: the fewest misses at which a target fails, at the rounding's edge.
@@ -27,8 +28,8 @@ func TestMissLimit(t *testing.T) {
 		{"fails with none", 10, func(int64) bool { return true }, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := missLimit(tc.n, tc.fails); got != tc.want {
-				t.Errorf("missLimit = %d, want %d", got, tc.want)
+			if got := workload.MissLimit(tc.n, tc.fails); got != tc.want {
+				t.Errorf("MissLimit = %d, want %d", got, tc.want)
 			}
 		})
 	}

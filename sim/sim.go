@@ -330,8 +330,5 @@ func (s *Sim) emulate(ev dataplane.Event) {
 	}
 }
 
-// Stopped reports whether the run was stopped certain to fail (its metrics are partial).
-func (s *Sim) Stopped() bool { return s.stopped }
-
 // Now returns the time of the last processed event.
 func (s *Sim) Now() dataplane.Time { return s.now }

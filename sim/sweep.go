@@ -138,7 +138,7 @@ func RunPoint(cfg *SweepConfig, load float64) (*Point, error) {
 	if recs != nil {
 		sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
 	}
-	return &Point{Load: load, Metrics: *m, Requests: recs, Stopped: s.Stopped()}, nil
+	return &Point{Load: load, Metrics: *m, Requests: recs, Stopped: s.stopped}, nil
 }
 
 // Sweep runs every load point, in parallel, and assembles the report in load order.

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"math"
+	"sort"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -58,4 +59,17 @@ func AllMet(cs []SLOCheck) bool {
 		}
 	}
 	return true
+}
+
+// MissLimit is the fewest misses of n requests at which fails holds (math.MaxInt64: none up
+// to n), by a binary search: fails must hold for every count above one it holds for, as a
+// target on a rounded share of the requests that did not miss does. Runs that stop once
+// their verdict is certain (a prediction's failing loads, the deployment search's failing
+// probes) set their limits with it from the judge's own test.
+func MissLimit(n int64, fails func(m int64) bool) int64 {
+	m := int64(sort.Search(int(n)+1, func(m int) bool { return fails(int64(m)) }))
+	if m > n {
+		return math.MaxInt64
+	}
+	return m
 }

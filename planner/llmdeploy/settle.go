@@ -5,6 +5,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
+	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
@@ -87,11 +88,11 @@ func newSettle(classes []qlmsec.LLMClass, reqs []llm.Request, cls []int) *settle
 // allowedMisses is the most of n requests that may miss an SLO judged at percentile pct
 // with the SLO still met (−1: not even none).
 func allowedMisses(n int, pct float64) int {
-	m := -1
-	for m < n && share(n-(m+1), n) >= pct {
-		m++
+	limit := workload.MissLimit(int64(n), func(m int64) bool { return !(share(n-int(m), n) >= pct) }) // NaN at n = 0: missed
+	if limit > int64(n) {
+		return n // no count fails it
 	}
-	return m
+	return int(limit) - 1
 }
 
 // watch implements llm.Watch: true once some class has failed one of its SLOs.
