@@ -54,7 +54,8 @@ whether the target is met.
                header names the caches: compare machines only where they agree.
   solver-lp-*  the native engine's time per simplex iteration against native HiGHS on
                the bundled LP relaxations (bench solver's models, presolve off, one
-               thread); target <= 1.10. Native HiGHS is the lpbench binary that
+               thread), each side's fastest of 15 solves (7 --quick), the two
+               alternated; target <= 1.10. Native HiGHS is the lpbench binary that
                scripts/highs-reference.sh builds (or $PLAN_HIGHS_REFERENCE); without it
                the row says "reference not available" and is not met.
   solver-milp-hc2-g1
