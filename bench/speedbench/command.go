@@ -47,6 +47,7 @@ whether the target is met.
   sim-POLICY   simulator scaling: events per CPU-second at 16× the GPUs (workers,
                instances) against 1×, on the cases of each data-plane package's
                BenchmarkSimScale (PPipe, PARD, QLM, CascadeServe, cocktail+, DyOrc),
+               in rounds of one 16× run between 1× runs of about its CPU time,
                each run timed with the garbage collector held off (the note gives
                each side's bytes allocated per event, which the collector's share
                follows); target >= 0.9 (the simulator's cost grows linearly with N).

@@ -6,6 +6,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -147,8 +148,13 @@ func (s *simSide) bytesPerEvent() float64 { return float64(s.bytes) / float64(ma
 
 func (s *simSide) rate() float64 { return float64(s.events) / s.cpu.Seconds() }
 
-// runSim alternates runs of the 1× and the k× case until each has run minRuns times and
-// used minCPU, so that both see the same machine, and compares their events per CPU-second.
+// runSim compares the events per CPU-second of the 1× and the k× case over rounds: each
+// round runs the k× case once between two halves of as many 1× runs as take about as long
+// (from the untimed first runs), so that both sides sample the same stretches of the
+// machine. On a 2-core VM the machine's speed moves between levels ~1.5× apart for seconds
+// at a time; with one k× run per pass of a loop that ran the 1× case once too, the 1× side
+// went on alone once the k× side had its runs, and sim-dyorc read 0.68–0.89 on one binary
+// (bench/RESULTS.md). Rounds go on until each side has used minCPU and there are minRuns.
 func runSim(ctx context.Context, o *Command, env bench.Env, c simCase) (Row, error) {
 	var dur dataplane.Time
 	minRuns, minCPU := 3, 2*time.Second
@@ -166,31 +172,51 @@ func runSim(ctx context.Context, o *Command, env bench.Env, c simCase) (Row, err
 	sides := []*simSide{{c: one}, {c: big}}
 	// One untimed run each first: the heap grows to the run's size and its pages are
 	// faulted in there, not in the first timed run (with the collector off, a first run
-	// at 16× paid ~10% more in page faults).
-	for _, s := range sides {
+	// at 16× paid ~10% more in page faults). Their CPU times size the rounds.
+	var warm [2]time.Duration
+	for i, s := range sides {
 		if err := s.run(); err != nil {
 			return Row{}, fmt.Errorf("%s: %w", s.c.Name(c.policy), err)
 		}
+		warm[i] = s.cpu
 		*s = simSide{c: s.c}
 	}
-	for sides[0].runs < minRuns || sides[1].runs < minRuns || sides[0].cpu < minCPU || sides[1].cpu < minCPU {
+	perRound := balancedRuns(warm[1], warm[0])
+	rounds := 0
+	for rounds < minRuns || sides[0].cpu < minCPU || sides[1].cpu < minCPU {
 		if err := ctx.Err(); err != nil {
 			return Row{}, err
 		}
-		for _, s := range sides {
-			if s.runs < minRuns || s.cpu < minCPU {
-				if err := s.run(); err != nil {
-					return Row{}, fmt.Errorf("%s: %w", s.c.Name(c.policy), err)
+		for i := 0; i < perRound; i++ {
+			if i == perRound/2 {
+				if err := sides[1].run(); err != nil {
+					return Row{}, fmt.Errorf("%s: %w", big.Name(c.policy), err)
 				}
 			}
+			if err := sides[0].run(); err != nil {
+				return Row{}, fmt.Errorf("%s: %w", one.Name(c.policy), err)
+			}
 		}
+		rounds++
 		env.Progressf("bench speed: %s: %d and %d runs", c.name, sides[0].runs, sides[1].runs)
 	}
-	note := fmt.Sprintf("%s at %d against %d %s; %d and %d runs; CPU time of the runs, collector held off; allocated %.0f B/event at %d, %.0f at %d",
-		c.policy, big.Units, one.Units, one.Unit, sides[1].runs, sides[0].runs, sides[1].bytesPerEvent(), big.Units, sides[0].bytesPerEvent(), one.Units)
+	note := fmt.Sprintf("%s at %d against %d %s; %d and %d runs in %d rounds (each k× run between the 1× runs of about its CPU time); CPU time of the runs, collector held off; allocated %.0f B/event at %d, %.0f at %d",
+		c.policy, big.Units, one.Units, one.Unit, sides[1].runs, sides[0].runs, rounds, sides[1].bytesPerEvent(), big.Units, sides[0].bytesPerEvent(), one.Units)
 	if n := sides[0].cycles + sides[1].cycles; n > 0 {
 		note += fmt.Sprintf("; collected %d times at the %d GiB memory limit", n, simMemoryLimit>>30)
 	}
 	return row(c.name, "events/CPU-s", fmt.Sprintf("(1×, %d %s)", one.Units, one.Unit), sides[1].rate(), sides[0].rate(),
 		target{atLeast: true, bound: 0.9}, note), nil
 }
+
+// balancedRuns is how many runs of the 1× case take about as long as one of the k× case
+// (their CPU times big and one): at least 1, at most maxBalancedRuns.
+func balancedRuns(big, one time.Duration) int {
+	if one <= 0 {
+		return 1
+	}
+	return int(min(max(math.Round(float64(big)/float64(one)), 1), maxBalancedRuns))
+}
+
+// maxBalancedRuns bounds a round's 1× runs (a 1× case that runs in microseconds).
+const maxBalancedRuns = 64

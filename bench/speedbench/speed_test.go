@@ -294,3 +294,22 @@ func TestSimSideRun(t *testing.T) {
 		t.Errorf("bytes per event %g", bpe)
 	}
 }
+
+func TestBalancedRuns(t *testing.T) {
+	cases := []struct {
+		big, one time.Duration
+		want     int
+	}{
+		{16 * time.Second, time.Second, 16},
+		{1500 * time.Millisecond, time.Second, 2},
+		{1400 * time.Millisecond, time.Second, 1},
+		{time.Second, 3 * time.Second, 1}, // the k× case faster: one run each
+		{time.Second, 0, 1},
+		{time.Hour, time.Millisecond, maxBalancedRuns},
+	}
+	for _, c := range cases {
+		if got := balancedRuns(c.big, c.one); got != c.want {
+			t.Errorf("balancedRuns(%v, %v) = %d, want %d", c.big, c.one, got, c.want)
+		}
+	}
+}
