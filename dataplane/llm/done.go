@@ -66,8 +66,11 @@ func (e *Engine) Done(now dataplane.Time, m *Model, sch Scheduler, emit func(Out
 	}
 	lag := m != nil && m.Release == formats.ReleaseNextStep
 	fin, _ := sch.(Finisher)
-	keep := e.Running[:0]
-	for _, s := range e.Running {
+	// The batch keeps its order; a sequence moves down only once one before it has left, so
+	// a step that finishes none writes no pointer (each write pays the collector's barrier
+	// while it marks: 2% of an LLM deployment search's CPU).
+	n := 0
+	for i, s := range e.Running {
 		if s.Fin && (!lag || s.freeNow) {
 			e.unhold(s)
 			s.KV = 0
@@ -76,10 +79,13 @@ func (e *Engine) Done(now dataplane.Time, m *Model, sch Scheduler, emit func(Out
 			}
 			continue
 		}
-		keep = append(keep, s)
+		if n != i {
+			e.Running[n] = s
+		}
+		n++
 	}
-	clear(e.Running[len(keep):])
-	e.Running = keep
+	clear(e.Running[n:])
+	e.Running = e.Running[:n]
 	e.Iter = e.Iter[:0]
 	e.Busy = false
 }

@@ -176,8 +176,16 @@ func (m *Model) DecodeUs(b, ctx int) dataplane.Time {
 	return dataplane.Time(math.Round(m.Decode.At(b) + m.CtxUs*float64(ctx)))
 }
 
-// Blocks rounds a token count up to whole KV blocks (in tokens).
-func (m *Model) Blocks(tokens int) int { return (tokens + m.Block - 1) / m.Block * m.Block }
+// Blocks rounds a token count up to whole KV blocks (in tokens). A block of a power of two
+// tokens (vLLM's 16, and every size it accepts) rounds with a mask: the engine rounds every
+// running sequence's KV at every step, and the division was 3% of an LLM deployment
+// search's CPU.
+func (m *Model) Blocks(tokens int) int {
+	if b := m.Block; b > 0 && b&(b-1) == 0 && tokens >= 0 {
+		return (tokens + b - 1) &^ (b - 1)
+	}
+	return (tokens + m.Block - 1) / m.Block * m.Block
+}
 
 // WatermarkTokens is the KV space admission keeps free, in tokens of whole blocks:
 // int(watermark × num_gpu_blocks) blocks (vLLM's watermark_blocks, llm-engine-2 §1).
