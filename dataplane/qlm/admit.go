@@ -126,7 +126,13 @@ func (p *Policy) waitingAhead(s *seq) []*seq {
 		}
 		m.seqsVer, m.engVer, m.list = p.seqsVer, ev, m.list[:0]
 		for _, w := range p.seqs {
-			if x, _ := w.Tag.(*seqExt); w.Model != s.Model || w.KV != 0 || w.Swapped || w.Fin || (x != nil && x.decode) {
+			// The running (holding KV), swapped and finished are out on the fields of the
+			// record's first line (llm.Seq's layout), most of the table at every step; the
+			// model and the policy's tag, two lines further, are read of the rest alone.
+			if w.KV != 0 || w.Swapped || w.Fin || w.Model != s.Model {
+				continue
+			}
+			if x, _ := w.Tag.(*seqExt); x != nil && x.decode {
 				continue
 			}
 			m.list = append(m.list, w)
