@@ -153,7 +153,7 @@ func (s *simSide) rate() float64 { return float64(s.events) / s.cpu.Seconds() }
 // (from the untimed first runs), so that both sides sample the same stretches of the
 // machine. On a 2-core VM the machine's speed moves between levels ~1.5× apart for seconds
 // at a time; with one k× run per pass of a loop that ran the 1× case once too, the 1× side
-// went on alone once the k× side had its runs, and sim-dyorc read 0.68–0.89 on one binary
+// went on alone once the k× side had its runs, and sim-dyorc read 0.68–0.93 on one binary
 // (bench/RESULTS.md). Rounds go on until each side has used minCPU and there are minRuns.
 func runSim(ctx context.Context, o *Command, env bench.Env, c simCase) (Row, error) {
 	var dur dataplane.Time

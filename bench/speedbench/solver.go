@@ -101,9 +101,10 @@ func runLP(ctx context.Context, o *Command, name string) (Row, error) {
 	// "Robust benchmarking in noisy environments", 2016). On the 2-core VM the same binary's
 	// time per iteration moves between two levels ~1.5× apart (63–98 µs on hc2-g1, native
 	// HiGHS alone); five solves of one side and then five of the other read a ratio of 1.10
-	// one evening and 1.40–1.56 the next morning, and medians of alternated rounds 0.92–1.23
-	// within minutes, the minima 1.00–1.12 (bench/RESULTS.md). The note gives the median of
-	// the rounds' ratios as well.
+	// one evening and 1.40–1.56 the next morning; within minutes, medians of alternated
+	// rounds read 0.78–1.23 and the minima 1.00–1.12 in ten runs of twelve (1.23 and 1.45 in
+	// two where native HiGHS met the fast level and the engine never did: bench/RESULTS.md).
+	// The note gives the medians and the rounds' ratios as well.
 	var ours, ref, ratios []float64
 	for i := 0; i < rounds; i++ {
 		var a, b float64
