@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/internal/testmode"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -86,8 +87,8 @@ func runStepSimCancel(t *testing.T, pol string, n int, load float64, seed uint64
 
 // TestFastStepMatchesFull: skipping inert and quiet instances (stepset.go)
 // changes no decision. Whole simulations, with the fast path and with every instance stepped
-// after every event, give the same decision stream, requests and counters: several seeds,
-// loads from light to overloaded (where groups wait and idle instances pull and split, QLM
+// after every event, give the same decision stream, requests and counters: a seed per case
+// (a second under make test-full), loads from light to overloaded (where groups wait and idle instances pull and split, QLM
 // §5), instance counts, an instance failure and recovery, and QLM, its ablations and the
 // baselines.
 func TestFastStepMatchesFull(t *testing.T) {
@@ -95,7 +96,7 @@ func TestFastStepMatchesFull(t *testing.T) {
 	if testing.Short() {
 		pols = pols[:2]
 	}
-	compared := 0
+	compared, heavy := 0, 0
 	for _, pol := range pols {
 		for _, c := range []struct {
 			n    int
@@ -104,6 +105,12 @@ func TestFastStepMatchesFull(t *testing.T) {
 		}{{4, 0.3, false}, {8, 1, false}, {8, 2.5, true}, {16, 0.6, true}, {24, 1.5, false}, {6, 4, false}, {12, 6, true}, {48, 1, true}} {
 			for seed := uint64(1); seed <= 2; seed++ {
 				name := fmt.Sprintf("%s/n=%d/load=%g/fail=%v/seed=%d", pol, c.n, c.load, c.fail, seed)
+				if seed > 1 && !testmode.Full() {
+					// A second arrival stream per case under make test-full: the first already
+					// takes every policy through every case (20 s of CI's time each).
+					heavy++
+					continue
+				}
 				fast := runStepSim(t, pol, c.n, c.load, seed, c.fail, false)
 				full := runStepSim(t, pol, c.n, c.load, seed, c.fail, true)
 				if fast.decisions != full.decisions || fast.events != full.events {
@@ -128,7 +135,7 @@ func TestFastStepMatchesFull(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d events compared", compared)
+	t.Logf("%d events compared (%d seeds left to make test-full)", compared, heavy)
 }
 
 // TestFastStepMatchesFullWithCancels: with a share of the requests withdrawn (EvCancel from

@@ -88,9 +88,9 @@ func TestBoundedLiveTable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long runs")
 	}
-	const liveRequests = 16000
+	const liveRequests = 8000
 	for _, sp := range Policies() {
-		c := Case{System: sp[0], Policy: sp[1], Seed: 60, Pattern: "poisson", Load: 0.3, Jitter: 0.05, CompactEvery: 2000}
+		c := Case{System: sp[0], Policy: sp[1], Seed: 60, Pattern: "poisson", Load: 0.3, Jitter: 0.05, CompactEvery: 1000}
 		c.Duration = durationFor(t, c, liveRequests)
 		t.Run(sp[0]+"/"+sp[1], func(t *testing.T) {
 			res := checkRan(t, c)

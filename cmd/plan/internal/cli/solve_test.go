@@ -59,7 +59,8 @@ func repoRoot(t *testing.T) {
 }
 
 // TestSolveGolden solves every golden case and requires a byte-identical plan (solve_ms is
-// zeroed by --deterministic). -update rewrites testdata/golden.
+// zeroed by --deterministic). -update rewrites testdata/golden. make golden then checks each
+// golden plan, compared with itself and re-solved from its embedded inputs.
 func TestSolveGolden(t *testing.T) {
 	repoRoot(t)
 	dir := t.TempDir()
@@ -92,10 +93,9 @@ func TestSolveGolden(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s differs from a fresh solve (run go test ./cmd/plan/internal/cli -run SolveGolden -update)", golden)
 			}
-			code, stdout, stderr = runCLI(t, "check", golden, "--golden", golden)
-			if code != 0 {
-				t.Errorf("check: exit %d\n%s%s", code, stdout, stderr)
-			}
+			// `plan check` of each golden plan (verification, comparison with itself and
+			// re-solve) is make golden's (scripts/check-golden.sh), which make test runs:
+			// checking it here too cost CI 36 CPU-s, most of it the two QLM cost plans' runs.
 		})
 	}
 }
