@@ -143,6 +143,10 @@ demo: build
 # engine, and the cache serves them (its key is the wasm, the CPU and wazero's version, which a
 # test binary reports as "dev": bin/plan's own v1.12.0 entry would not).
 #
+# The unit groups run with VETTED=1 (go test -vet=off): the lint phase's go vet already ran
+# every analyzer over every package and its tests with the same tags, and go test's own vet
+# subset took 45 CPU-s a group on a cold cache.
+#
 # The golden plans' `plan check` (scripts/check-golden.sh, CPU-bound, ~25 s) runs the same
 # way from the start of the agreement phase, which keeps little more than half of the two
 # cores busy once the fuzzing is done; the golden phase waits for it.
@@ -166,8 +170,8 @@ test:
 	$(if $(NATIVE_DEP),@$(PHASE) native $(MAKE) --no-print-directory native)
 	@$(PHASE) lint $(MAKE) --no-print-directory lint
 	@$(PHASE) build sh -c '$(MAKE) --no-print-directory build && $(GO) test -count=1 -tags "$(TAGS)" -run "^TestVersion$$" ./solver/internal/highs'
-	@$(PHASE) unit-race $(MAKE) --no-print-directory unit-race
-	@$(PHASE) unit $(MAKE) --no-print-directory unit-plain
+	@$(PHASE) unit-race $(MAKE) --no-print-directory VETTED=1 unit-race
+	@$(PHASE) unit $(MAKE) --no-print-directory VETTED=1 unit-plain
 	@$(PHASE) agreement sh -c 'touch $(FUZZ_GO) && ./scripts/ci-background.sh start golden ./scripts/check-golden.sh bin/plan && $(MAKE) --no-print-directory agreement'
 	@$(PHASE) bench-quick $(MAKE) --no-print-directory bench-quick
 	@$(PHASE) fuzz ./scripts/ci-background.sh wait fuzz
@@ -198,10 +202,10 @@ UNIT_GROUP ?= split
 unit: unit-race unit-plain
 
 unit-race: $(NATIVE_DEP) protoc-plugins
-	$(if $(filter full,$(UNIT_GROUP)),TAGS='$(TAGS)' ./scripts/unit-tests.sh full,TAGS='$(TAGS)' ./scripts/unit-tests.sh race)
+	$(if $(filter full,$(UNIT_GROUP)),TAGS='$(TAGS)' VETTED='$(VETTED)' ./scripts/unit-tests.sh full,TAGS='$(TAGS)' VETTED='$(VETTED)' ./scripts/unit-tests.sh race)
 
 unit-plain: $(NATIVE_DEP) protoc-plugins
-	$(if $(filter full,$(UNIT_GROUP)),@echo "unit-plain: every package ran under -race (UNIT_GROUP=full)",TAGS='$(TAGS)' ./scripts/unit-tests.sh plain)
+	$(if $(filter full,$(UNIT_GROUP)),@echo "unit-plain: every package ran under -race (UNIT_GROUP=full)",TAGS='$(TAGS)' VETTED='$(VETTED)' ./scripts/unit-tests.sh plain)
 
 # serve vs simulate attainment: every wall-clock agreement run (PPipe, PARD, CascadeServe,
 # DyOrc, the OpenAI front end, the autopilot, the streaming rule's TTFT clocks, and goodput

@@ -12,6 +12,9 @@
 #   scripts/unit-tests.sh full    every package under -race, as CI ran before the split
 #
 # Every test runs in exactly one of race and plain. TAGS (build tags) and TIMEOUT pass through.
+# VETTED=1 (make test, whose lint phase ran go vet with every analyzer over every package and
+# its tests, with the same tags) turns off go test's own vet pass, a subset of those
+# analyzers that each group would otherwise run again (45 CPU-s a group, cold).
 # go test's JSON events go through scripts/gotest-filter.py, which prints what plain go test
 # prints and appends each stream's test counts (passed, skipped, heavy, failed) to
 # $PLAN_CI_DIR/tests.tsv, and each top-level test's time to test-times.tsv, for ci-phase.sh's
@@ -21,6 +24,8 @@ cd "$(dirname "$0")/.."
 group=${1:?usage: scripts/unit-tests.sh race|plain|full}
 TAGS=${TAGS:-}
 TIMEOUT=${TIMEOUT:-15m}
+vet=""
+[ "${VETTED:-}" = 1 ] && vet="-vet=off"
 mod=github.com/plan-dev/plan
 # Packages whose production code starts goroutines or shares memory between them (checked by
 # internal/layering's TestRaceGroupCoversConcurrency, which reads this line).
@@ -37,7 +42,7 @@ mkdir -p "$(dirname "$counts")"
 gotest() {
   local g=$1
   shift
-  echo "set -o pipefail; go test -json $* | python3 scripts/gotest-filter.py --counts '$counts' --times '$times' --group $g"
+  echo "set -o pipefail; go test -json $vet $* | python3 scripts/gotest-filter.py --counts '$counts' --times '$times' --group $g"
 }
 
 # run_pair A B: two `go test` invocations side by side (they share the build cache and the two
