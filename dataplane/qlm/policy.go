@@ -104,8 +104,9 @@ type Policy struct {
 	held []int
 	// observedAny: some instance reported external load (ObserveInstance) at some time.
 	observedAny bool
-	// runBuf is byDeadline's scratch (the deadline checks sort the running batch each step).
-	runBuf []*seq
+	// dl is byDeadline's scratch (the deadline checks read the running batch in deadline
+	// order each step).
+	dl deadlineScratch
 	// memoOn: inside Handle, residual values are kept per instance until the instance
 	// changes (instance.resOK); dm, likewise, each instance's drain for place (drainmemo.go).
 	// Off under fullStep and outside Handle.
