@@ -83,7 +83,8 @@ func runFastSim(t *testing.T, wf string, g int, pol string, load float64, seed u
 // make exactly the decisions of the reference paths (Policy.ref: plan sorts at every rebuild,
 // the DP calls availComp on every GPU): same events, decisions, requests and counters, floating
 // point included, on the MIX workload and GILL across cluster sizes, seeds (2 and 3 under
-// make test-full), loads up to overload, and a GPU failure (recovering and permanent), under every policy that plans.
+// make test-full), loads up to overload, and a GPU failure (recovering and permanent), under
+// every policy that plans.
 func TestFastMatchesRef(t *testing.T) {
 	type tc struct {
 		wf   string

@@ -88,9 +88,9 @@ func runStepSimCancel(t *testing.T, pol string, n int, load float64, seed uint64
 // TestFastStepMatchesFull: skipping inert and quiet instances (stepset.go)
 // changes no decision. Whole simulations, with the fast path and with every instance stepped
 // after every event, give the same decision stream, requests and counters: a seed per case
-// (a second under make test-full), loads from light to overloaded (where groups wait and idle instances pull and split, QLM
-// §5), instance counts, an instance failure and recovery, and QLM, its ablations and the
-// baselines.
+// (a second under make test-full), loads from light to overloaded (where groups wait and idle
+// instances pull and split, QLM §5), instance counts, an instance failure and recovery, and
+// QLM, its ablations and the baselines.
 func TestFastStepMatchesFull(t *testing.T) {
 	pols := []string{PolicyQLM, PolicyFCFS, PolicyEDF, PolicyRR, PolicyNoEvict, PolicyNoGuard}
 	if testing.Short() {
@@ -107,7 +107,8 @@ func TestFastStepMatchesFull(t *testing.T) {
 				name := fmt.Sprintf("%s/n=%d/load=%g/fail=%v/seed=%d", pol, c.n, c.load, c.fail, seed)
 				if seed > 1 && !testmode.Full() {
 					// A second arrival stream per case under make test-full: the first already
-					// takes every policy through every case (20 s of CI's time each).
+					// takes every policy through every case, and the second doubled the
+					// test's time (11 s alone).
 					heavy++
 					continue
 				}
