@@ -65,7 +65,8 @@ python3 scripts/k8s-jsonschema.py "$k8s_dir/api/openapi-spec/v3" "$work/schemas"
 
 # TAGS: the build tags (the Go test passes its own, so that the build reuses the packages
 # compiled for it instead of compiling the solver's dependents again without them).
-go build -tags "${TAGS:-}" -o "$work/plan" ./cmd/plan
+# -ldflags=-w: no DWARF (no debugger runs it), which halves the link (plan's 7.8 -> 3.8 CPU-s).
+go build -tags "${TAGS:-}" -ldflags=-w -o "$work/plan" ./cmd/plan
 shopt -s nullglob
 plans=(testdata/golden/*.json testdata/golden/legacy/*.json)
 if [ ${#plans[@]} -eq 0 ]; then

@@ -53,7 +53,9 @@ build_pkg() {
   bin=$(bin_of "$pkg")
   [ -x "$bin" ] && return 0
   log=$(mktemp)
-  if ! go test -c -fuzz=. -o "$bin.tmp" "$pkg" >"$log" 2>&1; then
+  # -ldflags=-w: no DWARF (no debugger runs it; go test without -c leaves it out itself),
+  # which halves the link (the command package's test binary 8.9 -> 5.0 CPU-s).
+  if ! go test -c -fuzz=. -ldflags=-w -o "$bin.tmp" "$pkg" >"$log" 2>&1; then
     echo "== fuzz $pkg: build failed"
     cat "$log"
     rm -f "$log" "$bin.tmp"

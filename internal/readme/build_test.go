@@ -52,7 +52,8 @@ func installPlan(t *testing.T, path string) {
 			return
 		}
 		shared.bin = filepath.Join(shared.dir, "plan")
-		cmd := exec.Command("go", "build", "-tags", testTags(), "-o", shared.bin, "./cmd/plan")
+		// -ldflags=-w: no DWARF (no debugger runs it), which halves the link.
+		cmd := exec.Command("go", "build", "-tags", testTags(), "-ldflags=-w", "-o", shared.bin, "./cmd/plan")
 		cmd.Dir = root
 		shared.out, shared.err = cmd.CombinedOutput()
 	})

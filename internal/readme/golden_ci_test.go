@@ -120,7 +120,8 @@ func TestGoldenCIRecipe(t *testing.T) {
 	if tt := testTags(); tt != "" {
 		tags += "," + tt
 	}
-	build := exec.Command("go", "build", "-tags", tags, "-overlay", filepath.Join(tmp, "overlay.json"), "-o", filepath.Join(bin, "plan"), "./cmd/plan")
+	// -ldflags=-w: no DWARF (no debugger runs it), which halves the link.
+	build := exec.Command("go", "build", "-tags", tags, "-ldflags=-w", "-overlay", filepath.Join(tmp, "overlay.json"), "-o", filepath.Join(bin, "plan"), "./cmd/plan")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
@@ -50,6 +51,25 @@ func qlmLadder(t *testing.T, wrap bool) *Ladder {
 	return l
 }
 
+// sharedQLMLadder is the wrapped QLM ladder (qlmLadder(t, true)) that the tests below share.
+// A ladder caches its rungs, as the autopilot's loop relies on across its re-solves, so the
+// rungs several tests ask for are solved once: TestQLMLadderSolve's four demands each solve
+// the full rung first and then climb from rung 1 (46 rung solves with a ladder apiece, 16
+// shared; the package's tests took 55 s under -race, 40 of them there).
+var sharedQLMLadder struct {
+	once sync.Once
+	l    *Ladder
+}
+
+func wrappedQLMLadder(t *testing.T) *Ladder {
+	t.Helper()
+	sharedQLMLadder.once.Do(func() { sharedQLMLadder.l = qlmLadder(t, true) })
+	if sharedQLMLadder.l == nil {
+		t.Fatal("the shared QLM ladder could not be made (the first test that made it says why)")
+	}
+	return sharedQLMLadder.l
+}
+
 // TestClassResolveRungs: QLM's planner refuses a placement whose instances cannot carry the
 // classes' rates within their SLOs (simulated), so re-solving the plan's own rates on a small rung fails; ClassResolve plans a
 // rung for its share of the classes, and every rung solves with a capacity that grows with
@@ -59,7 +79,7 @@ func TestClassResolveRungs(t *testing.T) {
 	if _, err := qlmLadder(t, false).Rung(ctx, 1); err == nil || !strings.Contains(err.Error(), "SLO cannot be met") {
 		t.Fatalf("rung 1 of the plan's own rates: err %v, want QLM's overload refusal (the fixture must exercise the scaling)", err)
 	}
-	l := qlmLadder(t, true)
+	l := wrappedQLMLadder(t)
 	prev := 0.0
 	for _, k := range []int{1, 2, 4, 8, 16} {
 		c, err := l.Rung(ctx, k)
@@ -98,7 +118,7 @@ func TestQLMLadderSolve(t *testing.T) {
 		{"above the cluster: over budget", 1.5, 16, 16, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := qlmLadder(t, true)
+			l := wrappedQLMLadder(t)
 			c, err := l.Solve(context.Background(), ap.Demand{Rates: []float64{tc.share * full["conv"], tc.share * full["code"]}})
 			if err != nil {
 				t.Fatal(err)
