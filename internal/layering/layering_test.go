@@ -92,6 +92,8 @@ var layers = []layer{
 	{"internal/readme", 0, "readme", 0},
 	// testmode decides, in one place, whether heavy test cases run (make test-full).
 	{"internal/testmode", 0, "testmode", 0},
+	// goldencases lists the golden plans and the solve arguments that write each.
+	{"internal/goldencases", 0, "goldencases", 0},
 	// promcheck lints Prometheus expositions (promtool's rules) for serve's and cmd's tests.
 	{"internal/promcheck", 0, "promcheck", 0},
 	// quantile is the one percentile definition (numpy's linear), for every report.

@@ -184,6 +184,10 @@ func TestHelpExamples(t *testing.T) {
 				t.Logf("skip %s (%s)", line, why)
 				continue
 			}
+			if c, _, ok := goldenSolve(line); ok {
+				t.Logf("skip %s (the solve of golden %s: cli's TestSolveGolden solves it byte for byte)", line, c.File)
+				continue
+			}
 			limit := time.Minute
 			if matchesAny(slowExamples, line) {
 				if !all {

@@ -17,6 +17,7 @@ const root = "../.."
 type step struct {
 	line string
 	run  string // the command run instead ("" = the line itself)
+	note string // why run replaces the line
 	skip string // why it is not run
 }
 
@@ -28,7 +29,9 @@ type step struct {
 //     keeps the Makefile saying so);
 //   - `make test`: it is the suite that runs this test;
 //   - `bin/plan serve` and `bin/plan load`: they hold 127.0.0.1:8080 and run until stopped
-//     (serve's and load's own tests cover them on free ports).
+//     (serve's and load's own tests cover them on free ports);
+//   - a solve of a golden plan's inputs (goldenSolve): its golden plan is copied where the
+//     line writes, for the commands after it.
 func plan(line string) step {
 	cmd := strings.TrimSpace(line)
 	if i := strings.Index(cmd, " #"); i >= 0 {
@@ -43,6 +46,10 @@ func plan(line string) step {
 		return step{line: line, skip: "the suite that runs this test"}
 	case strings.HasPrefix(cmd, "bin/plan serve"), strings.HasPrefix(cmd, "bin/plan load"):
 		return step{line: line, skip: "holds port 8080 until stopped"}
+	}
+	if c, out, ok := goldenSolve(cmd); ok {
+		return step{line: line, run: "cp " + goldenFile(c) + " " + out,
+			note: "the solve of golden " + c.File + " (cli's TestSolveGolden solves it byte for byte): its plan copied"}
 	}
 	return step{line: line}
 }
@@ -119,6 +126,10 @@ func TestREADMECommands(t *testing.T) {
 		cancel()
 		if err != nil {
 			t.Errorf("README command failed (%v): %s\n%s", err, strings.TrimSpace(l), tail(string(out), 3000))
+			continue
+		}
+		if s.note != "" {
+			t.Logf("ok %s (%s; %s)", strings.TrimSpace(l), s.note, time.Since(start).Round(time.Millisecond))
 			continue
 		}
 		t.Logf("ok %s (%s)", strings.TrimSpace(l), time.Since(start).Round(time.Millisecond))

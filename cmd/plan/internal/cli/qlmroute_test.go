@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/plan-dev/plan/internal/goldencases"
 )
 
 // TestQLMCostMixAttainment: the least-cost mixed LLM fleet holds its SLOs in simulation as
@@ -56,8 +58,8 @@ func TestQLMCostMixAttainment(t *testing.T) {
 	}
 	// The mixed fleet is the golden plan solved from these inputs (cluster-llm.yaml),
 	// which TestSolveGolden holds byte-identical to a fresh solve: read, not solved again.
-	if !slices.ContainsFunc(goldenCases, func(c goldenCase) bool {
-		return c.file == "qlm-cost.json" && strings.Join(c.args, " ") == "--profile testdata/cost/llm-profile.json --cluster testdata/cost/cluster-llm.yaml --workload testdata/cost/workload-llm-busy.yaml --objective cost"
+	if !slices.ContainsFunc(goldenCases, func(c goldencases.Case) bool {
+		return c.File == "qlm-cost.json" && strings.Join(c.Args, " ") == "--profile testdata/cost/llm-profile.json --cluster testdata/cost/cluster-llm.yaml --workload testdata/cost/workload-llm-busy.yaml --objective cost"
 	}) {
 		t.Fatal("goldenCases' qlm-cost.json is no longer solved from this test's inputs")
 	}

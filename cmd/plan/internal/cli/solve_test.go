@@ -12,37 +12,17 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
+	"github.com/plan-dev/plan/internal/goldencases"
 	"github.com/plan-dev/plan/internal/systems"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// goldenCase is a golden plan's file in testdata/golden and the solve arguments that
-// write it.
-type goldenCase struct {
-	file string
-	args []string
-}
-
-// goldenCases are the plans `make test` re-checks with `plan check --golden --resolve`.
-// Paths are relative to the repository root (the tests chdir there).
-var goldenCases = []goldenCase{
-	{"demo-ppipe.json", nil},
-	{"demo-np.json", []string{"--strategy", "np"}},
-	{"demo-dartr.json", []string{"--strategy", "dart-r"}},
-	{"demo-ppipe-200ms.json", []string{"--slo", "200ms"}},
-	{"demo-hc1-ppipe.json", []string{"--cluster", "testdata/ppipe/cluster-hc1.yaml"}},
-	{"ppipe-2models.json", []string{"--profile", "testdata/ppipe/profile.json", "--cluster", "testdata/ppipe/cluster.yaml", "--workload", "testdata/ppipe/workload.yaml", "--max-partitions", "2"}},
-	{"pard-4apps.json", []string{"--profile", "testdata/pard/profile.json", "--cluster", "testdata/pard/cluster.json", "--workload", "testdata/pard/workload.json"}},
-	{"cascade-sentiment.json", []string{"--profile", "testdata/cascade/profile.json", "--cluster", "testdata/cascade/cluster.yaml", "--workload", "testdata/cascade/workload-small.yaml"}},
-	{"qlm-3classes.json", []string{"--profile", "testdata/qlm/profile.json", "--cluster", "testdata/qlm/cluster.yaml", "--workload", "testdata/qlm/workload.yaml"}},
-	{"dyorc-small.json", []string{"--cluster", "testdata/dyorc/cluster-small.json", "--workload", "testdata/dyorc/small.json"}},
-	// A least-cost LLM fleet over three GPU types (QLM, Mélange-style buckets).
-	{"qlm-cost.json", []string{"--profile", "testdata/cost/llm-profile.json", "--cluster", "testdata/cost/cluster-llm.yaml", "--workload", "testdata/cost/workload-llm-busy.yaml", "--objective", "cost"}},
-	// The same fleet priced with --spot 0.5: A10 and A100 half on spot, L4 (no spot price)
-	// on-demand, the all-on-demand cost beside it.
-	{"qlm-cost-spot.json", []string{"--profile", "testdata/cost/llm-profile.json", "--cluster", "testdata/cost/cluster-llm-spot.yaml", "--workload", "testdata/cost/workload-llm-busy.yaml", "--objective", "cost", "--spot", "0.5"}},
-}
+// goldenCases are the plans `make test` re-checks with `plan check --golden --resolve`,
+// with the solve arguments that write each (internal/goldencases: the README and help-example
+// tests recognise a documented solve that is one of them). Paths are relative to the
+// repository root (the tests chdir there).
+var goldenCases = goldencases.Cases
 
 // skipWithoutHiGHS skips a test that needs the solver when highs.wasm is absent, unless
 // PLAN_REQUIRE_ALL=1 (CI with assets) makes that a failure.
@@ -65,13 +45,13 @@ func TestSolveGolden(t *testing.T) {
 	repoRoot(t)
 	dir := t.TempDir()
 	for _, c := range goldenCases {
-		t.Run(c.file, func(t *testing.T) {
-			golden := filepath.Join("testdata", "golden", c.file)
-			out := filepath.Join(dir, c.file)
+		t.Run(c.File, func(t *testing.T) {
+			golden := filepath.Join("testdata", "golden", c.File)
+			out := filepath.Join(dir, c.File)
 			if *update {
 				out = golden
 			}
-			args := append([]string{"solve", "-q", "--deterministic", "-o", out}, c.args...)
+			args := append([]string{"solve", "-q", "--deterministic", "-o", out}, c.Args...)
 			code, stdout, stderr := runCLI(t, args...)
 			skipWithoutHiGHS(t, stderr)
 			if code != 0 {
@@ -108,7 +88,7 @@ func TestGoldenEverySystem(t *testing.T) {
 	reg := systems.Default()
 	covered := map[string]map[string]bool{"golden": {}, "legacy": {}}
 	for _, c := range goldenCases {
-		p, err := formats.ReadInto[*formats.Plan](filepath.Join("testdata", "golden", c.file), intree.Sections())
+		p, err := formats.ReadInto[*formats.Plan](filepath.Join("testdata", "golden", c.File), intree.Sections())
 		if err != nil {
 			t.Fatal(err)
 		}
