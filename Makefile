@@ -85,6 +85,12 @@ endif
 comma := ,
 
 export CGO_ENABLED ?= 1
+# GOGC for every go command make runs (the compiler, vet, staticcheck, the test binaries):
+# at Go's default pacing (100) they spend a tenth of their CPU in the garbage collector. At
+# 400, on a 2-core VM: a cold `go build ./...` 335 and 379 -> 314 and 299 CPU-s (peak
+# compiler RSS 1.1 -> 1.7 GB), staticcheck 96 -> 81 CPU-s, three CLI tests 71 and 67 -> 61 and
+# 62 CPU-s (peak RSS 1.2 -> 2.5 GB). A GOGC in the environment wins.
+export GOGC ?= 400
 
 .PHONY: all assets native build install demo test test-full lint unit unit-race unit-plain agreement bench-quick bench-serve fuzz golden bench clean generate protoc-plugins
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/internal/goldencases"
 	"github.com/plan-dev/plan/internal/run/validate"
 	"github.com/plan-dev/plan/internal/systems"
 )
@@ -16,7 +17,10 @@ import (
 // TestRoundTripEveryWrittenKind: every kind of file plan writes (exports aside) is written by
 // its command, accepted by `plan validate` as its kind, read by what reads that kind (the
 // decoder of the command that takes it, and the command itself where one does) and written
-// again byte-identical. The benches run their smallest settings (a second or two each).
+// again byte-identical. The benches run their smallest settings (a second or two each). A
+// solve whose arguments are a golden case's (goldencases.Of) takes the golden plan: the
+// solve writes it byte for byte (TestSolveGolden). The PPipe plan is solved here, so a plan
+// with this run's solve times round-trips too.
 func TestRoundTripEveryWrittenKind(t *testing.T) {
 	repoRoot(t)
 	dir := t.TempDir()
@@ -90,7 +94,15 @@ func TestRoundTripEveryWrittenKind(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.kind+"/"+tc.file, func(t *testing.T) {
 			path := out(tc.file)
-			if tc.write != nil {
+			if c, ok := goldenSolveOf(tc.write); ok {
+				b, err := os.ReadFile(filepath.Join("testdata", "golden", c.File))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else if tc.write != nil {
 				code, stdout, stderr := rootRun(t, tc.write...)
 				skipWithoutHiGHS(t, stderr)
 				if code != ExitOK {
@@ -128,6 +140,15 @@ func TestRoundTripEveryWrittenKind(t *testing.T) {
 			}
 		})
 	}
+}
+
+// goldenSolveOf is the golden case that command line args (without the program's name)
+// solves, if any.
+func goldenSolveOf(args []string) (goldencases.Case, bool) {
+	if len(args) < 2 || args[0] != "solve" {
+		return goldencases.Case{}, false
+	}
+	return goldencases.Of(args[1:])
 }
 
 // rereadWritten reads a written file as its kind and writes it again: the documents through
