@@ -55,6 +55,13 @@ NATIVE       ?= $(if $(shell command -v $(WASM2C) 2>/dev/null),1,0)
 NATIVE_DIR   := third_party/highs/native
 NATIVE_LIB   := $(NATIVE_DIR)/libhighs_w2c.a
 NATIVE_PARTS := 0 1 2 3 4 5 6 7
+# The hot list (w2cgen's hot.go, scripts/native-hot.sh): the functions a profile of the solver's
+# work found running go in the hot parts, compiled with NATIVE_CFLAGS; the rest (57% of the
+# code, 0.33% of the engine's samples) in the others with NATIVE_COLD_CFLAGS, -O1, which
+# compiles in less than half of -O3's time (46 -> 20 s a part).
+NATIVE_HOT_LIST  := solver/internal/highs/w2cgen/hot.txt
+NATIVE_HOT_PARTS := 0 1 2 3
+NATIVE_COLD_OBJS := $(patsubst %,$(NATIVE_DIR)/highs_%.o,$(filter-out $(NATIVE_HOT_PARTS),$(NATIVE_PARTS)))
 NATIVE_OBJS  := $(patsubst %,$(NATIVE_DIR)/highs_%.o,$(NATIVE_PARTS) main) $(NATIVE_DIR)/rt.o
 # -ffp-contract=off: no fused multiply-add, so floating point matches wasm (and wazero) exactly
 # (without -ffast-math, -O3's vector code and -march=native's instructions round as wasm does:
@@ -64,6 +71,7 @@ NATIVE_OBJS  := $(patsubst %,$(NATIVE_DIR)/highs_%.o,$(NATIVE_PARTS) main) $(NAT
 # compare and a call of libm's sqrt for negative arguments. The wasm's other math (log, exp, pow)
 # is musl's, compiled into the wasm, so nothing else changes, and sqrt rounds the same either way.
 NATIVE_CFLAGS ?= -O3 -march=native -fno-strict-aliasing -ffp-contract=off -fno-math-errno -w
+NATIVE_COLD_CFLAGS ?= $(patsubst -O3,-O1,$(NATIVE_CFLAGS))
 # guard: 8 GiB of address space reserved per instance and no checks: a bad access (a HiGHS bug)
 # faults on a page without access, and the glue's SIGSEGV handler, chained in front of the Go
 # runtime's, turns it into that call's trap, an ErrAborted as in wazero (TestOutOfBoundsAccessTraps).
@@ -104,13 +112,16 @@ native: assets
 	@$(MAKE) --no-print-directory -j$(NATIVE_JOBS) $(NATIVE_LIB)
 
 # The stamp names the memory-check mode, so that switching modes regenerates.
-$(NATIVE_DIR)/.generated-$(NATIVE_MEMCHECK): $(WASM) $(wildcard solver/internal/highs/w2cgen/*.go)
+$(NATIVE_DIR)/.generated-$(NATIVE_MEMCHECK): $(WASM) $(wildcard solver/internal/highs/w2cgen/*.go) $(NATIVE_HOT_LIST)
 	$(GO) run ./solver/internal/highs/w2cgen -wasm $(WASM) -out $(NATIVE_DIR) -wasm2c $(WASM2C) \
-	  -parts $(words $(NATIVE_PARTS)) $(if $(filter guard,$(NATIVE_MEMCHECK)),-guard-pages)
+	  -parts $(words $(NATIVE_PARTS)) -hot $(NATIVE_HOT_LIST) -hot-parts $(words $(NATIVE_HOT_PARTS)) \
+	  $(if $(filter guard,$(NATIVE_MEMCHECK)),-guard-pages)
 	touch $@
 
+native_obj_cflags = $(NATIVE_CFLAGS)
+$(NATIVE_COLD_OBJS): native_obj_cflags = $(NATIVE_COLD_CFLAGS)
 $(NATIVE_OBJS): $(NATIVE_DIR)/%.o: $(NATIVE_DIR)/.generated-$(NATIVE_MEMCHECK)
-	$(CC) $(NATIVE_CFLAGS) -c $(NATIVE_DIR)/$*.c -o $@
+	$(CC) $(native_obj_cflags) -c $(NATIVE_DIR)/$*.c -o $@
 
 $(NATIVE_LIB): $(NATIVE_OBJS)
 	rm -f $@

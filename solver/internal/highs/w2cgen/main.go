@@ -7,7 +7,9 @@
 //	              the prelude and postlude below (per-thread stack guard,
 //	              forced reads, loads and stores from a cached memory base)
 //	highs_main.c  data segments, tables, exports and the instantiate code
-//	highs_N.c     the function bodies, in Parts similar-sized chunks
+//	highs_N.c     the function bodies, in Parts similar-sized chunks (with a
+//	              hot list, -hot, its functions in the first -hot-parts and
+//	              the rest in the others: hot.go)
 //	highs.h       wasm2c's public header (imports, exports, instance struct)
 //	rt.c          wabt's runtime (wasm-rt-impl.c from Debian's wabt) set up
 //	              for a Go process
@@ -138,13 +140,16 @@ func main() {
 	parts := flag.Int("parts", 8, "number of function-body files")
 	wasm2c := flag.String("wasm2c", "wasm2c", "wasm2c binary (Debian package wabt)")
 	rt := flag.String("rt", "", "wasm2c runtime source wasm-rt-impl.c (default: where Debian's wabt installs it)")
+	hot := flag.String("hot", "", "hot list: these functions go in the first -hot-parts parts, the rest in the others (scripts/native-hot.sh writes it)")
+	hotParts := flag.Int("hot-parts", 0, "parts for the hot list's functions (with -hot)")
 	guard := flag.Bool("guard-pages", false, "check memory accesses with guard pages instead of bounds checks (faster; 8 GiB of address space per instance)")
 	flag.Parse()
 	memcheck := memcheckBounds
 	if *guard {
 		memcheck = memcheckGuard
 	}
-	if err := run(*wasmPath, *out, *parts, *wasm2c, *rt, memcheck); err != nil {
+	if err := run(options{wasmPath: *wasmPath, out: *out, wasm2c: *wasm2c, rt: *rt, memcheck: memcheck,
+		parts: *parts, hotParts: *hotParts, hot: *hot}); err != nil {
 		fmt.Fprintln(os.Stderr, "w2cgen:", err)
 		os.Exit(1)
 	}
@@ -180,7 +185,16 @@ const (
 	memcheckGuard  = "#define WASM_RT_MEMCHECK_SIGNAL_HANDLER 1\n#define WASM_RT_SKIP_SIGNAL_RECOVERY 1"
 )
 
-func run(wasmPath, out string, parts int, wasm2c, rt, memcheck string) error {
+// options are w2cgen's flags.
+type options struct {
+	wasmPath, out, wasm2c, rt, memcheck string
+	parts, hotParts                     int
+	// hot is the hot list's path ("": none, every part alike).
+	hot string
+}
+
+func run(o options) error {
+	wasmPath, out, parts, wasm2c, rt, memcheck := o.wasmPath, o.out, o.parts, o.wasm2c, o.rt, o.memcheck
 	if parts < 1 {
 		return fmt.Errorf("-parts %d", parts)
 	}
@@ -227,7 +241,13 @@ func run(wasmPath, out string, parts int, wasm2c, rt, memcheck string) error {
 	if err != nil {
 		return err
 	}
-	files, err := split(src, parts, fmt.Sprintf(prelude, filepath.Base(wasmPath), sha, memcheck), sha, memcheck == memcheckGuard)
+	var hot map[string]bool
+	if o.hot != "" {
+		if hot, err = readHotList(o.hot, sha); err != nil {
+			return err
+		}
+	}
+	files, err := split(src, parts, fmt.Sprintf(prelude, filepath.Base(wasmPath), sha, memcheck), sha, memcheck == memcheckGuard, hot, o.hotParts)
 	if err != nil {
 		return err
 	}
@@ -261,7 +281,7 @@ func run(wasmPath, out string, parts int, wasm2c, rt, memcheck string) error {
 // forward declarations, data segments and init code, then every function
 // definition (from a line `static T w2c_NAME(Z_highs_instance_t* instance`
 // to a line `}`), then the exports and the instantiate code.
-func split(src []byte, parts int, prelude, sha string, guard bool) (map[string][]byte, error) {
+func split(src []byte, parts int, prelude, sha string, guard bool, hot map[string]bool, hotParts int) (map[string][]byte, error) {
 	var lines []string
 	sc := bufio.NewScanner(bytes.NewReader(src))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -376,37 +396,26 @@ func split(src []byte, parts int, prelude, sha string, guard bool) (map[string][
 		return nil, fmt.Errorf("unexpected wasm2c output: no access to memory %s found", memoryField)
 	}
 
-	// Parts of roughly equal size, keeping wasm2c's order.
-	total := 0
-	for _, body := range bodies {
-		for _, l := range body {
-			total += len(l) + 1
-		}
+	// Parts of roughly equal size, keeping wasm2c's order (with a hot list, each kind apart).
+	partOf, err := assignParts(bodies, parts, hot, hotParts)
+	if err != nil {
+		return nil, err
 	}
 	files := map[string][]byte{"common.h": common.Bytes(), "highs_main.c": main.Bytes()}
-	var part bytes.Buffer
-	k, size := 0, 0
-	flush := func() {
-		files[fmt.Sprintf("%s_%d.c", moduleName, k)] = append([]byte("#include \"common.h\"\n\n"), part.Bytes()...)
-		part.Reset()
-		k++
-	}
-	for _, body := range bodies {
+	text := make([]bytes.Buffer, parts)
+	for i, body := range bodies {
+		part := &text[partOf[i]]
 		for n, l := range body {
 			if n == 0 {
 				l = strings.TrimPrefix(l, "static ") // declared HIGHS_W2C_FN in common.h
 			}
 			part.WriteString(l)
 			part.WriteByte('\n')
-			size += len(l) + 1
 		}
 		part.WriteByte('\n')
-		if k < parts-1 && size >= (k+1)*total/parts {
-			flush()
-		}
 	}
-	for k < parts {
-		flush()
+	for k := range text {
+		files[fmt.Sprintf("%s_%d.c", moduleName, k)] = append([]byte("#include \"common.h\"\n\n"), text[k].Bytes()...)
 	}
 	return files, nil
 }
