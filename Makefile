@@ -55,10 +55,11 @@ NATIVE       ?= $(if $(shell command -v $(WASM2C) 2>/dev/null),1,0)
 NATIVE_DIR   := third_party/highs/native
 NATIVE_LIB   := $(NATIVE_DIR)/libhighs_w2c.a
 NATIVE_PARTS := 0 1 2 3 4 5 6 7
-# The hot list (w2cgen's hot.go, scripts/native-hot.sh): the functions a profile of the solver's
-# work found running go in the hot parts, compiled with NATIVE_CFLAGS; the rest (57% of the
-# code, 0.33% of the engine's samples) in the others with NATIVE_COLD_CFLAGS, -O1, which
-# compiles in less than half of -O3's time (46 -> 20 s a part).
+# The hot list (w2cgen's hot.go, scripts/native-hot.sh): the functions that a profile of the
+# solver's work found running go in the hot parts, compiled with NATIVE_CFLAGS; the rest (57%
+# of the code, 0.33% of the engine's samples) go in the others, compiled with
+# NATIVE_COLD_CFLAGS (-O1). `make native` 335 -> 268 CPU-s on a 2-core VM, the engine's
+# instructions unchanged or fewer (bench/RESULTS.md, 2026-11-27).
 NATIVE_HOT_LIST  := solver/internal/highs/w2cgen/hot.txt
 NATIVE_HOT_PARTS := 0 1 2 3
 NATIVE_COLD_OBJS := $(patsubst %,$(NATIVE_DIR)/highs_%.o,$(filter-out $(NATIVE_HOT_PARTS),$(NATIVE_PARTS)))
