@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,28 @@ type FileOptions struct {
 	// minimized form, the negated objective of a maximized model (Options.Cutoff is the
 	// same in the model's own sense).
 	ObjectiveBound *float64
+	// HighsOptions are further HiGHS options as "name=value", set last (so they override
+	// the fields above) in order; HiGHS parses each value by its option's type, as in an
+	// options file. One it refuses (no such option, a value out of range) is an
+	// ErrInvalidOption naming it.
+	HighsOptions []string
+	// Log receives HiGHS's log of the run (nil = none).
+	Log io.Writer
+}
+
+// ErrInvalidOption is a HiGHS option (FileOptions.HighsOptions) that is malformed or that
+// HiGHS refuses.
+var ErrInvalidOption = errors.New("solver: invalid HiGHS option")
+
+// ParseHighsOption splits a "name=value" HiGHS option; the name must be non-empty and
+// the value present (it may be empty only for a string option, which HiGHS then judges).
+func ParseHighsOption(s string) (name, value string, err error) {
+	name, value, ok := strings.Cut(s, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" || strings.ContainsAny(name, " \t") {
+		return "", "", fmt.Errorf("%w: %q: want name=value", ErrInvalidOption, s)
+	}
+	return name, strings.TrimSpace(value), nil
 }
 
 // FileResult is what SolveFile reports of one run.
@@ -64,6 +87,11 @@ func SolveFile(ctx context.Context, name string, data []byte, o FileOptions) (*F
 	if o.TimeLimit < 0 || o.RelGap < 0 || math.IsNaN(o.RelGap) {
 		return nil, fmt.Errorf("%w: time limit %v and gap %v must be >= 0", ErrInvalidModel, o.TimeLimit, o.RelGap)
 	}
+	for _, kv := range o.HighsOptions {
+		if _, _, err := ParseHighsOption(kv); err != nil {
+			return nil, err
+		}
+	}
 	var eng *highs.Engine
 	var err error
 	if o.Engine == "" {
@@ -82,6 +110,7 @@ func SolveFile(ctx context.Context, name string, data []byte, o FileOptions) (*F
 	if err := in.Create(ctx); err != nil {
 		return nil, err
 	}
+	in.SetLog(o.Log)
 	if err := fileOptions(ctx, in, o); err != nil {
 		return nil, err
 	}
@@ -128,7 +157,7 @@ func fileOptions(ctx context.Context, in *highs.Instance, o FileOptions) error {
 	if err := singleThreaded(ctx, in); err != nil {
 		return err
 	}
-	if err := in.SetBoolOption(ctx, "output_flag", false); err != nil {
+	if err := in.SetBoolOption(ctx, "output_flag", o.Log != nil); err != nil {
 		return err
 	}
 	if o.Relax {
@@ -157,7 +186,20 @@ func fileOptions(ctx context.Context, in *highs.Instance, o FileOptions) error {
 		}
 	}
 	if o.RelGap > 0 {
-		return in.SetDoubleOption(ctx, "mip_rel_gap", o.RelGap)
+		if err := in.SetDoubleOption(ctx, "mip_rel_gap", o.RelGap); err != nil {
+			return err
+		}
+	}
+	for _, kv := range o.HighsOptions {
+		name, value, _ := ParseHighsOption(kv) // checked in SolveFile
+		// HiGHS's string setter parses the value by the option's type (bool, int,
+		// double or string), as its options files do, and refuses an unknown name.
+		if err := in.SetStringOption(ctx, name, value); err != nil {
+			if errors.Is(err, ErrCanceled) || errors.Is(err, ErrAborted) {
+				return err
+			}
+			return fmt.Errorf("%w: %s=%s: %w", ErrInvalidOption, name, value, err)
+		}
 	}
 	return nil
 }

@@ -49,6 +49,8 @@ type Command struct {
 	timeLimit time.Duration
 	gap       float64
 	noHeur    bool
+	highsOpts []string
+	highsLog  bool
 }
 
 // Help implements bench.Bench.
@@ -72,11 +74,17 @@ proof that the incumbent is within the gap).
 Without --lp it runs two embedded models, the PPipe planner's full MILP for the embedded demo
 and for the 3-model L4+T4 instance hc2-g1. Write your own with PLAN_WRITE_LP=DIR plan solve ...
 
+--highs-option name=value (repeatable) sets any further HiGHS option, after the ones above,
+for trying settings on a model (HiGHS parses the value by the option's type and refuses an
+unknown name: exit 2); --highs-log prints HiGHS's own log of every run on stderr.
+
 --quick: one run per engine.`,
 		Example: `  plan bench solver --quick
   PLAN_WRITE_LP=lps plan solve --slo 200ms && plan bench solver --lp "$(echo lps/ppipe-*.lp | tr ' ' ,)"
   plan bench solver --milp --gap 0.001 --time-limit 60s --engine native
-  plan bench solver --milp --no-heuristics --engine native  # hc2-g1 as the planner runs it`,
+  plan bench solver --milp --no-heuristics --engine native  # hc2-g1 as the planner runs it
+  # the same search under another random seed, with HiGHS's log
+  plan bench solver --milp --no-heuristics --engine native --quick --highs-option random_seed=3 --highs-log`,
 	}
 }
 
@@ -92,6 +100,8 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 	f.DurationVar(&o.timeLimit, "time-limit", 60*time.Second, "time limit of a --milp run")
 	f.Float64Var(&o.gap, "gap", 0.001, "relative MIP gap of a --milp run")
 	f.BoolVar(&o.noHeur, "no-heuristics", false, "HiGHS's primal heuristics off, as the PPipe planner runs its cut-off phase")
+	f.StringArrayVar(&o.highsOpts, "highs-option", nil, "a further HiGHS option as name=value, set last (repeatable)")
+	f.BoolVar(&o.highsLog, "highs-log", false, "print HiGHS's log of every run on stderr")
 }
 
 // Model is one model file of the bench.
@@ -125,7 +135,9 @@ type Result struct {
 	TimeLimitS float64 `json:"time_limit_s,omitempty"`
 	Gap        float64 `json:"gap,omitempty"`
 	Reps       int     `json:"reps"`
-	Rows       []Row   `json:"rows"`
+	// HighsOptions are --highs-option's settings, so a report says what it ran with.
+	HighsOptions []string `json:"highs_options,omitempty"`
+	Rows         []Row    `json:"rows"`
 }
 
 // Run implements bench.Bench.
@@ -152,6 +164,11 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if !slices.Contains([]string{"", "on", "off", "choose"}, presolve) {
 		return bench.Usagef("--presolve %q: must be on, off or choose", presolve)
 	}
+	for _, kv := range o.highsOpts {
+		if _, _, err := solver.ParseHighsOption(kv); err != nil {
+			return bench.Usagef("--highs-option %q: want name=value", kv)
+		}
+	}
 	kinds, err := pickEngines(o.engines)
 	if err != nil {
 		return err
@@ -160,8 +177,11 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if err != nil {
 		return err
 	}
-	opts := solver.FileOptions{Relax: !o.milp, Presolve: presolve, NoHeuristics: o.noHeur}
-	res := &Result{Relaxation: !o.milp, Presolve: presolve, Reps: reps}
+	opts := solver.FileOptions{Relax: !o.milp, Presolve: presolve, NoHeuristics: o.noHeur, HighsOptions: o.highsOpts}
+	if o.highsLog {
+		opts.Log = env.Err
+	}
+	res := &Result{Relaxation: !o.milp, Presolve: presolve, Reps: reps, HighsOptions: o.highsOpts}
 	if o.milp {
 		opts.TimeLimit, opts.RelGap = o.timeLimit, o.gap
 		res.TimeLimitS, res.Gap = o.timeLimit.Seconds(), o.gap
@@ -174,6 +194,9 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 			if errors.Is(err, solver.ErrBackendUnavailable) && len(o.engines) == 0 {
 				env.Infof("bench solver: %s engine not in this binary: %v", kind, err)
 				continue
+			}
+			if errors.Is(err, solver.ErrInvalidOption) {
+				return bench.Usage(fmt.Errorf("--highs-option: %w", err))
 			}
 			if errors.Is(err, solver.ErrInvalidModel) {
 				return bench.Usage(err)

@@ -19,9 +19,12 @@ func TestBenchSolver(t *testing.T) {
 		name string
 		args []string
 		obj  float64
+		log  bool // --highs-log: HiGHS's log on stderr
 	}{
-		{"relaxation", nil, 2.8},
-		{"milp", []string{"--milp", "--time-limit", "10s"}, 2},
+		{"relaxation", nil, 2.8, false},
+		{"milp", []string{"--milp", "--time-limit", "10s"}, 2, false},
+		// A HiGHS option is set last: it overrides --milp, and the report records it.
+		{"highs option", []string{"--milp", "--highs-option", "solve_relaxation=true", "--highs-option", "random_seed=3", "--highs-log"}, 2.8, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -30,9 +33,13 @@ func TestBenchSolver(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
+			if hasLog := strings.Contains(errs, "Running HiGHS"); hasLog != c.log {
+				t.Errorf("HiGHS's log on stderr: %v, want %v:\n%s", hasLog, c.log, errs)
+			}
 			var res struct {
-				Relaxation bool
-				Rows       []struct {
+				Relaxation   bool
+				HighsOptions []string `json:"highs_options"`
+				Rows         []struct {
 					Model, Engine, Status string
 					Objective             float64
 					Iterations            int64
@@ -44,6 +51,9 @@ func TestBenchSolver(t *testing.T) {
 			}
 			if len(res.Rows) == 0 || res.Relaxation != (c.name == "relaxation") {
 				t.Fatalf("got %+v", res)
+			}
+			if c.log && strings.Join(res.HighsOptions, " ") != "solve_relaxation=true random_seed=3" {
+				t.Errorf("report's highs_options %q, want the two --highs-option values", res.HighsOptions)
 			}
 			for _, r := range res.Rows {
 				if r.Model != "small.lp" || r.Status != "optimal" || math.Abs(r.Objective-c.obj) > 1e-9 || len(r.RunMs) != 1 {
@@ -66,6 +76,9 @@ func TestBenchSolverBadInput(t *testing.T) {
 		{[]string{"--reps", "-1"}, "--reps"},
 		{[]string{"--presolve", "fast"}, "--presolve"},
 		{[]string{"--milp", "--time-limit", "0s"}, "--time-limit"},
+		{[]string{"--highs-option", "random_seed"}, `--highs-option "random_seed": want name=value`},
+		{[]string{"--lp", solverFixture("small.lp"), "--highs-option", "no_such_option=1"}, "--highs-option: solver: invalid HiGHS option: no_such_option=1"},
+		{[]string{"--lp", solverFixture("small.lp"), "--highs-option", "mip_rel_gap=abc"}, "mip_rel_gap=abc"},
 	}
 	for _, c := range cases {
 		args := append([]string{"bench", "solver", "--quick"}, c.args...)
