@@ -42,6 +42,10 @@ type Prediction struct {
 	// misses at its own rates, 0 when it misses at every load tried.
 	Headroom    float64 `json:"headroom"`
 	HeadroomCap float64 `json:"headroom_cap"`
+	// Rule is the verdict rule that turned each application's runs into its Meets
+	// (VerdictEveryRun; absent in plans written before it was recorded, which were judged
+	// on their first run).
+	Rule string `json:"rule,omitempty"`
 	// Meets is true when every application meets its target at load 1.
 	Meets bool `json:"meets"`
 	// Apps are the per-application predictions, in the deployment's order.
@@ -82,7 +86,13 @@ type AppPrediction struct {
 	// ttft_percentile, tpot_percentile): the share of requests that met it (absent for
 	// other applications).
 	SLOs []PredictedSLO `json:"slos,omitempty"`
-	// Meets: every SLO of SLOs met where there are any, else Attainment ≥ Target.
+	// Runs are the runs at load 1 the verdict is taken on: the first (the one Attainment,
+	// the counts, the percentiles and SLOs summarise) and its replications with other
+	// arrival seeds.
+	Runs []RunOutcome `json:"runs,omitempty"`
+	// Meets is the verdict on Runs under the prediction's rule (AppMeets): every run holds
+	// the target (each SLO of SLOs at its percentile where there are any, else Attainment ≥
+	// Target).
 	Meets bool `json:"meets"`
 	// SustainedRPS is the highest rate (a load factor tried × RateRPS) at which this
 	// application meets its target, and every lower load tried too, in the first run and in
@@ -115,6 +125,9 @@ func (pr *Prediction) validate(v *validator, p string) {
 	}
 	nonNegative(v, field(p, "headroom"), pr.Headroom)
 	nonNegative(v, field(p, "headroom_cap"), pr.HeadroomCap)
+	if pr.Rule != "" && pr.Rule != VerdictEveryRun {
+		v.add(field(p, "rule"), pr.Rule, "must be %q", VerdictEveryRun)
+	}
 	meets := len(pr.Apps) > 0
 	for i, a := range pr.Apps {
 		q := idx(field(p, "apps"), i)
@@ -141,27 +154,64 @@ func (pr *Prediction) validate(v *validator, p string) {
 		if !(a.Target > 0 && a.Target < 1) {
 			v.add(field(q, "target"), a.Target, "must be in (0, 1)")
 		}
-		if len(a.SLOs) > 0 {
-			all := true
-			for j, c := range a.SLOs {
-				r := idx(field(q, "slos"), j)
-				if !(c.Share >= 0 && c.Share <= 1) {
-					v.add(field(r, "share"), c.Share, "must be in [0, 1]")
-				}
-				if c.Meets != (c.Share >= c.Percentile) {
-					v.add(field(r, "meets"), c.Meets, "must say whether share %g >= percentile %g", c.Share, c.Percentile)
-				}
-				all = all && c.Meets
+		for j, c := range a.SLOs {
+			r := idx(field(q, "slos"), j)
+			if !(c.Share >= 0 && c.Share <= 1) {
+				v.add(field(r, "share"), c.Share, "must be in [0, 1]")
 			}
-			if a.Meets != all {
-				v.add(field(q, "meets"), a.Meets, "must say whether every SLO of slos is met")
+			if c.Meets != (c.Share >= c.Percentile) {
+				v.add(field(r, "meets"), c.Meets, "must say whether share %g >= percentile %g", c.Share, c.Percentile)
 			}
-		} else if a.Meets != (a.Attainment >= a.Target) {
-			v.add(field(q, "meets"), a.Meets, "must say whether attainment %g >= target %g", a.Attainment, a.Target)
+		}
+		validateRuns(v, q, &a)
+		if want := AppMeets(&a); a.Meets != want {
+			v.add(field(q, "meets"), a.Meets, "must be %t: %s", want, verdictWhy(&a))
 		}
 		meets = meets && a.Meets
 	}
 	if pr.Meets != meets {
 		v.add(field(p, "meets"), pr.Meets, "must be true exactly when every application meets the target")
 	}
+}
+
+// validateRuns checks an application's runs: each a share in [0, 1] of a count ≥ 0, an LLM
+// class's with one share per SLO, and the first run the one the application's summary is of.
+func validateRuns(v *validator, q string, a *AppPrediction) {
+	for k, r := range a.Runs {
+		rp := idx(field(q, "runs"), k)
+		if !(r.Attainment >= 0 && r.Attainment <= 1) {
+			v.add(field(rp, "attainment"), r.Attainment, "must be in [0, 1]")
+		}
+		if r.Requests < 0 {
+			v.add(field(rp, "requests"), r.Requests, "must be >= 0")
+		}
+		if len(r.SLOShares) != len(a.SLOs) && r.Requests > 0 {
+			v.add(field(rp, "slo_shares"), len(r.SLOShares), "must give one share per SLO of slos (%d)", len(a.SLOs))
+		}
+		for j, x := range r.SLOShares {
+			if !(x >= 0 && x <= 1) {
+				v.add(idx(field(rp, "slo_shares"), j), x, "must be in [0, 1]")
+			}
+		}
+	}
+	if len(a.Runs) > 0 && (a.Runs[0].Attainment != a.Attainment || a.Runs[0].Requests != a.Requests) {
+		v.add(idx(field(q, "runs"), 0), fmt.Sprintf("attainment %g of %d requests", a.Runs[0].Attainment, a.Runs[0].Requests),
+			"must be the run the application's summary is of (attainment %g of %d requests)", a.Attainment, a.Requests)
+	}
+}
+
+// verdictWhy says why AppMeets decides as it does, for a validation error.
+func verdictWhy(a *AppPrediction) string {
+	if len(a.Runs) == 0 {
+		if len(a.SLOs) > 0 {
+			return "whether every SLO of slos is met"
+		}
+		return fmt.Sprintf("whether attainment %g >= target %g", a.Attainment, a.Target)
+	}
+	for k, r := range a.Runs {
+		if !RunHolds(r, a.Target, a.SLOs) {
+			return fmt.Sprintf("run %d (seed %d, attainment %g) misses target %g, and the rule %q needs every run to hold it", k, r.Seed, r.Attainment, a.Target, VerdictEveryRun)
+		}
+	}
+	return fmt.Sprintf("every one of the %d runs holds target %g (rule %q)", len(a.Runs), a.Target, VerdictEveryRun)
 }

@@ -194,6 +194,13 @@ func (p *Prediction) Complete(ctx context.Context) (*formats.Prediction, error) 
 			return nil, fmt.Errorf("predicting the plan: %w", err)
 		}
 		points = append(points, low.Points...)
+		// The grid says where between its loads each application stops holding; the rate
+		// a user sizes by (sustained_rps) is bisected there, every load held in each run.
+		for app := -1; app < len(p.at1.Apps); app++ {
+			if points, err = p.v.bisect(ctx, points, app); err != nil {
+				return nil, fmt.Errorf("predicting the plan: %w", err)
+			}
+		}
 	}
 	p.v.points = points
 	pr, err := p.assemble(ctx, points)
@@ -226,7 +233,7 @@ func (p *Prediction) assemble(ctx context.Context, points []Point) (*formats.Pre
 	}
 	pr := &formats.Prediction{
 		Method: formats.PredictionMethodSim, Basis: p.basis, Policy: p.in.Policy, Arrivals: p.arrivals, Seed: p.in.Seed,
-		DurationS: p.secs, Headroom: hr, HeadroomCap: predictHeadroomCap, Meets: true,
+		DurationS: p.secs, Headroom: hr, HeadroomCap: predictHeadroomCap, Meets: true, Rule: formats.VerdictEveryRun,
 	}
 	for i, a := range at1.Apps {
 		ap := formats.AppPrediction{
@@ -239,16 +246,14 @@ func (p *Prediction) assemble(ctx context.Context, points []Point) (*formats.Pre
 			ttft, tpot := usToMs(a.LLM.TTFT.P99Us), usToMs(a.LLM.TPOT.P99Us)
 			ap.TTFTP99Ms, ap.TPOTP99Ms = &ttft, &tpot
 		}
-		ap.Meets = ap.Attainment >= ap.Target
-		if cs := j.checks(&at1.Apps[i], i); cs != nil {
-			ap.Meets = workload.AllMet(cs)
-			for _, c := range cs {
-				ap.SLOs = append(ap.SLOs, formats.PredictedSLO{SLO: c.SLO, LimitMs: c.LimitUs / 1000, Percentile: c.Percentile, Share: c.Share, Meets: c.Met})
-			}
-		}
+		first, slos := j.run(at1, i, p.in.Seed)
+		ap.SLOs = slos
+		ap.Runs = append(ap.Runs, first)
 		for k := range reps1 {
-			ap.Meets = ap.Meets && j.app(&reps1[k], i)
+			r, _ := j.run(&reps1[k], i, replicationSeed(p.in.Seed, k))
+			ap.Runs = append(ap.Runs, r)
 		}
+		ap.Meets = formats.AppMeets(&ap)
 		if points != nil {
 			h, err := p.v.sustained(ctx, appHeadroom(points, i, j), i)
 			if err != nil {
@@ -341,20 +346,27 @@ func (j judge) checks(a *workload.AppMetrics, i int) []workload.SLOCheck {
 	return workload.LLMChecks(j.llm[i].SLOs(j.dep.Apps[i].SLO), a)
 }
 
-func (j judge) app(p *Point, i int) bool {
+// run is application i's outcome in run p (arrival seed seed), with its SLOs judged at
+// their percentiles for an LLM class (nil otherwise). A run stopped certain to fail
+// (settle.go) counted some of every application's requests (the misses that settled it),
+// and misses for each.
+func (j judge) run(p *Point, i int, seed int64) (formats.RunOutcome, []formats.PredictedSLO) {
 	a := &p.Apps[i]
-	if a.Requests == 0 {
-		return true
+	r := formats.RunOutcome{Seed: seed, Requests: a.Requests, Attainment: a.Attainment, Stopped: p.Stopped}
+	var slos []formats.PredictedSLO
+	for _, c := range j.checks(a, i) {
+		slos = append(slos, formats.PredictedSLO{SLO: c.SLO, LimitMs: c.LimitUs / 1000, Percentile: c.Percentile, Share: c.Share, Meets: c.Met})
+		r.SLOShares = append(r.SLOShares, c.Share)
 	}
-	if p.Stopped {
-		// Stopped certain to fail (settle.go): every application with requests misses, and
-		// it counted some of every such application's (the misses that settled it).
-		return false
-	}
-	if cs := j.checks(a, i); cs != nil {
-		return workload.AllMet(cs)
-	}
-	return a.Attainment >= j.targets[i]
+	return r, slos
+}
+
+// app says whether application i holds its target in run p, by the verdict rule's test of
+// one run (formats.RunHolds): the headroom and sustained-rate searches hold a load by the
+// same test the verdict at load 1 applies to each of its runs.
+func (j judge) app(p *Point, i int) bool {
+	r, slos := j.run(p, i, 0)
+	return formats.RunHolds(r, j.targets[i], slos)
 }
 
 func (j judge) all(p *Point) bool {
@@ -416,7 +428,7 @@ func (v *sustainCheck) replications(ctx context.Context, load float64) ([]Point,
 	ps := make([]Point, predictReplications)
 	errs, err := Parallel(ctx, len(ps), v.cfg.Parallel, func(r int) error {
 		c := *v.cfg
-		c.Seed, c.Progress = uint64(v.seed)+uint64(r+1)*replicationSeedStride, nil
+		c.Seed, c.Progress = uint64(replicationSeed(v.seed, r)), nil
 		p, err := RunPoint(&c, load)
 		if err != nil {
 			return err
@@ -463,6 +475,44 @@ func (v *sustainCheck) sustained(ctx context.Context, h float64, app int) (float
 	return 0, nil
 }
 
+// sustainResolution is how closely bisect brackets a sustained load below 1: within 1% of
+// the plan's own rates.
+const sustainResolution = 0.01
+
+// bisect narrows the load application app (-1: every application) sustains, by the same
+// test sustained applies (its first run and every replication hold), between the highest
+// load held among points and the lowest load tried above it, to within sustainResolution.
+// It returns points with the first runs of the loads it tried added; their replications
+// are in v.reps.
+func (v *sustainCheck) bisect(ctx context.Context, points []Point, app int) ([]Point, error) {
+	for {
+		v.points = points
+		h := headroom(points, v.j)
+		if app >= 0 {
+			h = appHeadroom(points, app, v.j)
+		}
+		lo, err := v.sustained(ctx, h, app)
+		if err != nil {
+			return nil, err
+		}
+		hi := math.Inf(1)
+		for _, q := range points {
+			if q.Load > lo && q.Load < hi {
+				hi = q.Load
+			}
+		}
+		mid := math.Round((lo+hi)/2*1e4) / 1e4
+		if math.IsInf(hi, 1) || hi-lo <= sustainResolution || mid <= lo || mid >= hi {
+			return points, nil
+		}
+		q, err := RunPoint(v.cfg, mid)
+		if err != nil {
+			return nil, fmt.Errorf("load %g: %w", mid, err)
+		}
+		points = append(points, *q)
+	}
+}
+
 // predictReplications are the runs beside the first whose spread bounds a prediction's
 // margin (replicationMargin); replicationSeedStride keeps their seeds clear of the seeds a
 // caller passes for an independent run (seed + 1000 in the property test).
@@ -470,6 +520,9 @@ const (
 	predictReplications   = workload.PredictionReplications
 	replicationSeedStride = workload.ReplicationSeedStride
 )
+
+// replicationSeed is the arrival seed of replication r (from 0) of a run seeded seed.
+func replicationSeed(seed int64, r int) int64 { return seed + int64(r+1)*replicationSeedStride }
 
 // replicationMargin is the 95% range of one run's attainment from independent replications:
 // 1.96 × their sample standard deviation (0 with fewer than two).

@@ -218,6 +218,11 @@ func limitCap(cfg *SweepConfig) float64 {
 // reproducible.
 func findLimit(ctx context.Context, cfg *SweepConfig, points []*Point) ([]*Point, error) {
 	pass := func(p *Point) bool { return MaxLoadAt([]Point{*p}, MaxLoadTarget) > 0 } // false when p.Stopped
+	if cfg.settle != nil {
+		// A prediction's search: a load passes by the verdict rule's test of one run (each
+		// application at its own target, an LLM class each SLO at its percentile).
+		pass = cfg.settle.all
+	}
 	hi := points[0]
 	for _, p := range points {
 		if p.Load > hi.Load {

@@ -301,10 +301,14 @@ func (b *planBuilder) stages() {
 				cur := b.cursors[gk]
 				pool, _ := b.cl.Pool(part.GPU)
 				for c := 0; c < part.Count; c++ {
-					gi := cur.gpus[cur.slice/part.VGPU]
-					slot := cur.slice % part.VGPU
+					// A stage-rounded group packs mixed levels (formats.PackSlices), so
+					// slice i's GPU is gpuOf[i], not i/v: the group may hold fewer GPUs
+					// than its slice count over this partition's level.
+					var gi, slot int
 					if cur.gpuOf != nil {
 						gi, slot = cur.gpus[cur.gpuOf[cur.slice]], cur.slotOf[cur.slice]
+					} else {
+						gi, slot = cur.gpus[cur.slice/part.VGPU], cur.slice%part.VGPU
 					}
 					cur.slice++
 					w := dataplane.WorkerID(len(b.d.Topo.Workers))

@@ -90,7 +90,7 @@ func TestValidatePlan(t *testing.T) {
 		{"partition stage latency", "plan.json", sectiontest.Plan(func(p *formats.Plan) { part(p, 1).StageLatencyUs = -1 }), []string{`plan.json: ppipe.models[0].pipelines[0].partitions[1].stage_latency_us: -1: must be >= 0`}},
 		{"partition transfer", "plan.json", sectiontest.Plan(func(p *formats.Plan) { part(p, 0).TransferUs = inf }), []string{`plan.json: ppipe.models[0].pipelines[0].partitions[0].transfer_us: +Inf: must be >= 0`}},
 		{"partition throughput", "plan.json", sectiontest.Plan(func(p *formats.Plan) { part(p, 0).ThroughputRPS = -1 }), []string{`plan.json: ppipe.models[0].pipelines[0].partitions[0].throughput_rps: -1: must be >= 0`}},
-		{"gpus over capacity", "plan.json", sectiontest.Plan(func(p *formats.Plan) { yol(p).Pipelines[0].Partitions[0].Count = 4 }), []string{`plan.json: ppipe.models: "L4": pipelines use 5 GPUs of this type (pipeline rounding), cluster has 4`}},
+		{"gpus over capacity", "plan.json", sectiontest.Plan(func(p *formats.Plan) { yol(p).Pipelines[0].Partitions[0].Count = 4 }), []string{`plan.json: ppipe.models: "L4": pipelines use 5 GPUs of this type (pipeline rounding), cluster has 4; the pools on it: models[0].pipelines[0].partitions[0] (count 2, vgpu 2), models[1].pipelines[0].partitions[0] (count 4, vgpu 1)`}},
 		{"gpu_use gpu", "plan.json", sectiontest.Plan(func(p *formats.Plan) { ppipesec.PlanOf(p).GPUUse[0].GPU = "T4" }), []string{`plan.json: ppipe.gpu_use[0].gpu: "T4": unknown GPU type: not in cluster.gpus (L4, P4)`}},
 		{"gpu_use class", "plan.json", sectiontest.Plan(func(p *formats.Plan) { ppipesec.PlanOf(p).GPUUse[0].Class = "top" }), []string{`plan.json: ppipe.gpu_use[0].class: "top": must be high or low`}},
 		{"gpu_use used", "plan.json", sectiontest.Plan(func(p *formats.Plan) { ppipesec.PlanOf(p).GPUUse[0].Used = -1 }), []string{`plan.json: ppipe.gpu_use[0].used: -1: must be >= 0`}},
@@ -207,9 +207,9 @@ func TestStageRounding(t *testing.T) {
 		want     []string
 	}{
 		{"stage", 2, nil},
-		{"", 4, []string{`plan.json: ppipe.models: "L4": pipelines use 4 GPUs of this type (pipeline rounding), cluster has 2`}},
-		{"pipeline", 4, []string{`plan.json: ppipe.models: "L4": pipelines use 4 GPUs of this type (pipeline rounding), cluster has 2`}},
-		{"per-gpu", 4, []string{`plan.json: ppipe.extra.rounding: "per-gpu": must be one of pipeline, stage`, `plan.json: ppipe.models: "L4": pipelines use 4 GPUs of this type (per-gpu rounding), cluster has 2`}},
+		{"", 4, []string{`plan.json: ppipe.models: "L4": pipelines use 4 GPUs of this type (pipeline rounding), cluster has 2; the pools on it: models[0].pipelines[0].partitions[0] (count 2, vgpu 2), models[1].pipelines[0].partitions[0] (count 1, vgpu 2), models[1].pipelines[1].partitions[0] (count 1, vgpu 4), models[1].pipelines[2].partitions[0] (count 1, vgpu 4)`}},
+		{"pipeline", 4, []string{`plan.json: ppipe.models: "L4": pipelines use 4 GPUs of this type (pipeline rounding), cluster has 2; the pools on it: models[0].pipelines[0].partitions[0] (count 2, vgpu 2), models[1].pipelines[0].partitions[0] (count 1, vgpu 2), models[1].pipelines[1].partitions[0] (count 1, vgpu 4), models[1].pipelines[2].partitions[0] (count 1, vgpu 4)`}},
+		{"per-gpu", 4, []string{`plan.json: ppipe.extra.rounding: "per-gpu": must be one of pipeline, stage`, `plan.json: ppipe.models: "L4": pipelines use 4 GPUs of this type (per-gpu rounding), cluster has 2; the pools on it: models[0].pipelines[0].partitions[0] (count 2, vgpu 2), models[1].pipelines[0].partitions[0] (count 1, vgpu 2), models[1].pipelines[1].partitions[0] (count 1, vgpu 4), models[1].pipelines[2].partitions[0] (count 1, vgpu 4)`}},
 	}
 	for _, c := range cases {
 		t.Run(c.rounding, func(t *testing.T) {

@@ -1,7 +1,9 @@
 package ppipesec
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/plan-dev/plan/formats"
 )
@@ -80,7 +82,7 @@ func validatePlan(c *formats.Checker, pl0 *formats.Plan, pp *PPipePlan, p string
 		types, used := pp.PhysicalGPUs()
 		for _, gpu := range types {
 			if pool, ok := cluster.Pool(gpu); ok && used[gpu] > pool.Count {
-				c.Add(mp, gpu, "pipelines use %d GPUs of this type (%s rounding), %s has %d", used[gpu], pp.Rounding(), where, pool.Count)
+				c.Add(mp, gpu, "pipelines use %d GPUs of this type (%s rounding), %s has %d; the pools on it: %s", used[gpu], pp.Rounding(), where, pool.Count, poolsOn(pp, gpu))
 			}
 		}
 	}
@@ -119,4 +121,27 @@ func validateModel(c *formats.Checker, m *ModelWorkload, p string, seen *formats
 		c.Add(formats.Field(p, "weight"), m.Weight, "must be in [%g, %g] (weights are relative)", formats.MinWeight, formats.MaxWeight)
 	}
 	c.Rate(formats.Field(p, "rate_rps"), m.RateRPS)
+}
+
+// poolsOn names the pools (partitions) on GPU type gpu with their slices, for the error of a
+// plan that asks for more GPUs than its cluster holds: the first eight, then how many more.
+func poolsOn(pp *PPipePlan, gpu string) string {
+	var names []string
+	n := 0
+	for i, m := range pp.Models {
+		for j, pl := range m.Pipelines {
+			for k, pt := range pl.Partitions {
+				if pt.GPU != gpu {
+					continue
+				}
+				if n++; n <= 8 {
+					names = append(names, fmt.Sprintf("models[%d].pipelines[%d].partitions[%d] (count %d, vgpu %d)", i, j, k, pt.Count, pt.VGPU))
+				}
+			}
+		}
+	}
+	if n > 8 {
+		names = append(names, fmt.Sprintf("and %d more", n-8))
+	}
+	return strings.Join(names, ", ")
 }

@@ -40,6 +40,9 @@ type Args struct {
 	// Arrivals is --arrivals, the arrival process the predict stage simulates ("" = the
 	// one the plan's prediction records; sim.PredictArrivals).
 	Arrivals string
+	// AllowMiss is --allow-miss: an application that misses its target at the rate the plan
+	// tells a user to size by is reported (MISS) but does not fail the check.
+	AllowMiss bool
 }
 
 // Run checks the plan: verify, predict, then the golden comparison and the re-solve asked for.
@@ -80,7 +83,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	lg := &checkLog{io: io, name: path}
 	verifyPlan(lg, sys.Checker, plan)
 	if lg.fails == 0 { // a plan that fails verification is not deployed, so not simulated
-		checkPrediction(ctx, a.Systems, lg, plan, arrivals)
+		checkPrediction(ctx, a.Systems, lg, plan, arrivals, a.AllowMiss, tol)
 	}
 	if golden != nil {
 		compare(lg, "golden", "golden "+a.Golden, withFleet(sys.Checker.Compare(plan, golden, tol), plan, golden, tol))
@@ -161,7 +164,10 @@ func (c *checkLog) line(cl Line) {
 		return
 	}
 	tag := "FAIL"
-	if cl.OK {
+	switch {
+	case cl.Name == missCheck:
+		tag = "MISS"
+	case cl.OK:
 		tag = "ok  "
 	}
 	fmt.Fprintf(c.io.Out, "%s %s: %s\n", tag, c.name, cl.Message)
@@ -239,13 +245,21 @@ func resolvePlan(ctx context.Context, io *run.IO, lg *checkLog, ck planner.Check
 	return nil
 }
 
+// missCheck names a predict-stage check that found an application missing its target at
+// the rate the plan tells a user to size by: a MISS line (failed unless --allow-miss).
+const missCheck = "miss"
+
 // checkPrediction is plan check's predict stage: the plan simulated again at its own rates,
-// from its own inputs. Every application must meet its target at the workload's rates (a
-// stated-throughput plan: hold what it recorded), and a recorded prediction must be
-// reproduced within its sampling error: a plan that checks ok is one whose verdict still holds.
+// from its own inputs, and every application held to its target at the rate the plan tells
+// a user to size by (predict.SizeBy): the workload's rate for a plan sized to rates, the
+// rate it sustains (sustained_rps) for a plan that states its throughput, whose stated rate
+// is a capacity, past which attainment falls. An application that misses there is a MISS
+// line and fails the check (--allow-miss reports it and passes), whatever the plan records:
+// a plan written with --accept-miss misses. A recorded prediction must be reproduced within
+// its sampling error, and a stated-throughput plan's sustained rate within tol.
 // arrivals other than the recorded ones ("" = those) ask a new question: the recorded
-// prediction answered another, so it is not compared, and every application must meet.
-func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, plan *formats.Plan, arrivals string) {
+// prediction answered another, so it is not compared.
+func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, plan *formats.Plan, arrivals string, allowMiss bool, tol float64) {
 	recordedArrivals := predict.RecordedArrivals(plan)
 	if arrivals == "" {
 		arrivals = recordedArrivals
@@ -276,8 +290,9 @@ func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, p
 		if !a.Meets && a.Attainment >= a.Target && predict.BindingPhrase(a) == "" {
 			line += "; below the target in a replication with other arrivals"
 		}
-		ok := a.Meets
+		name, ok := "attainment", true
 		rec, had := recorded[a.Name]
+		stated := pr.Basis == formats.PredictionBasisStated
 		switch {
 		case had && rec.RateRPS != a.RateRPS:
 			ok, line = false, line+fmt.Sprintf("; the plan recorded its prediction at %.4g req/s", rec.RateRPS)
@@ -285,17 +300,24 @@ func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, p
 			// The recorded verdict no longer holds (the plan, its inputs or the runtime
 			// policy changed since it was written).
 			ok, line, lim = false, line+fmt.Sprintf("; recorded %.2f%% ± %.2f", 100*rec.Attainment, 100*rec.Margin), rec.Attainment-math.Max(rec.Margin, a.Margin)
-		case !a.Meets && had && !rec.Meets:
-			// A miss written with --accept-miss (or a stated throughput past what the plan
-			// serves) that has not grown: it was reported when the plan was written.
-			ok, line, lim = true, line+fmt.Sprintf("; a miss recorded in the plan (%.2f%%)", 100*rec.Attainment), rec.Attainment-math.Max(rec.Margin, a.Margin)
-		case !a.Meets && pr.Basis == formats.PredictionBasisStated:
-			// A plan that states its throughput (and recorded no prediction that met it):
-			// the rate it does sustain, stated beside it, is what a user sizes by.
-			ok = true
-			line += fmt.Sprintf("; the plan's stated %.4g req/s is past what it serves within its SLO: size by %.4g req/s", a.RateRPS, a.SustainedRPS)
+		case !stated && !a.Meets:
+			name, ok = missCheck, allowMiss
+			line = fmt.Sprintf("%s at %.4g req/s, the rate the plan is sized for: attainment %.2f%%, target %.0f%%: %s", a.Name, a.RateRPS, 100*a.Attainment, 100*a.Target, line)
+		case stated && a.SustainedRPS <= 0:
+			name, ok = missCheck, allowMiss
+			line = fmt.Sprintf("%s at every rate tried down to %.4g req/s: attainment %.2f%% at its stated %.4g req/s, target %.0f%%: %s", a.Name, sim.PredictLowestLoad*a.RateRPS, 100*a.Attainment, a.RateRPS, 100*a.Target, line)
+		case stated && had && rec.SustainedRPS > 0 && a.SustainedRPS < rec.SustainedRPS*(1-tol):
+			// What a user sized by is no longer what the plan sustains.
+			ok, name = false, "sustained_rps"
+			val, lim = a.SustainedRPS, rec.SustainedRPS*(1-tol)
+			line += fmt.Sprintf("; it recorded sustaining %.4g req/s (tolerance %.2f%%)", rec.SustainedRPS, tol*100)
+		case stated && !a.Meets:
+			line += fmt.Sprintf("; its stated %.4g req/s is a capacity past what it serves within its SLO: size by %.4g req/s", a.RateRPS, a.SustainedRPS)
 		}
-		lg.add("predict", planner.Check{OK: ok, Line: line, Name: "attainment", Subject: a.Name, Value: &val, Limit: &lim})
+		if name == missCheck && allowMiss {
+			line += " (--allow-miss)"
+		}
+		lg.add("predict", planner.Check{OK: ok, Line: line, Name: name, Subject: a.Name, Value: &val, Limit: &lim})
 	}
 }
 

@@ -130,12 +130,43 @@ func Line(pr *formats.Prediction) string {
 	if n := ArrivalsName(pr); n != "" {
 		arrivals = " of " + n
 	}
+	if sb := SizeByPhrase(pr); sb != "" {
+		hr += "; " + sb
+	}
 	if b := BindingPhrase(a); b != "" {
 		return fmt.Sprintf("predicted (simulated %s s%s at its own rates, seed %d): %s; closest %s; %s",
 			fmtSecsShort(pr.DurationS), arrivals, pr.Seed, verdict, b, hr)
 	}
 	return fmt.Sprintf("predicted (simulated %s s%s at its own rates, seed %d): %s; lowest %s %.2f%% ± %.2f (target %.0f%%, p99 %s); %s",
 		fmtSecsShort(pr.DurationS), arrivals, pr.Seed, verdict, a.Name, 100*a.Attainment, 100*a.Margin, 100*a.Target, run.FmtMs(a.P99Ms), hr)
+}
+
+// SizeBy is the rate the plan tells a user to size application a by: the workload's rate
+// for a plan sized to rates (load 1), and for a plan that states its throughput (a
+// capacity, past which attainment falls) the rate it sustains within its target in every
+// run, capped at the stated rate. `plan check` holds each application to its target there.
+func SizeBy(pr *formats.Prediction, a formats.AppPrediction) float64 {
+	if pr.Basis == formats.PredictionBasisStated && a.SustainedRPS < a.RateRPS {
+		return a.SustainedRPS
+	}
+	return a.RateRPS
+}
+
+// SizeByPhrase says what rate to size a stated-throughput plan by ("size by m0 1773
+// req/s (stated 2117)"), "" for a plan sized to the workload's rates (its rates are the
+// answer) or one predicted without a headroom search.
+func SizeByPhrase(pr *formats.Prediction) string {
+	if pr.Basis != formats.PredictionBasisStated {
+		return ""
+	}
+	var parts []string
+	for _, a := range pr.Apps {
+		if a.SustainedRPS == 0 && a.Meets {
+			return "" // no search ran (a rates-only prediction)
+		}
+		parts = append(parts, fmt.Sprintf("%s %.4g req/s (stated %.4g)", a.Name, SizeBy(pr, a), a.RateRPS))
+	}
+	return "size by " + strings.Join(parts, ", ")
 }
 
 // ArrivalsName is the arrival process a prediction simulated, for messages ("bursty:2
