@@ -41,6 +41,7 @@ Every benchmark has --quick (a reduced run that finishes in under two minutes) a
 	for _, nb := range toolBenches {
 		cmd.AddCommand(newBenchSubcommand(app, nb))
 	}
+	cmd.AddCommand(newBenchCorpusCmd(app))
 	return cmd
 }
 

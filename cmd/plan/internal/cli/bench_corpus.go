@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/plan-dev/plan/formats"
+	progressline "github.com/plan-dev/plan/internal/progress"
+	"github.com/plan-dev/plan/internal/run"
+	"github.com/plan-dev/plan/internal/run/corpus"
+)
+
+type benchCorpusOptions struct {
+	cases     int
+	first     int
+	seed      uint64
+	timeLimit time.Duration
+	parallel  int
+	quick     bool
+	report    string
+}
+
+// newBenchCorpusCmd is `plan bench ppipe-corpus`: it runs plan's own commands over
+// generated inputs, so it lives beside them rather than among the systems' benches.
+func newBenchCorpusCmd(app *App) *cobra.Command {
+	o := &benchCorpusOptions{}
+	cmd := &cobra.Command{
+		Use:   "ppipe-corpus",
+		Short: "Solve and check generated real-shaped PPipe cases: no panic, no exit 1, every plan checks",
+		Long: `ppipe-corpus generates real-shaped PPipe cases (seeded: TensorRT-like block tables of
+10-60 blocks, batches 1-8 and vGPU levels 1-4 with P4 whole only, two GPU types at 25/75 or
+50/50 of 100, 6-10 Gbps, SLO 3-8x the base latency, one to three weighted models, and every
+strategy, rounding, replicas, batch-allowance and fill-surplus setting), solves each as plan
+solve does and checks every written plan as plan check does. It prints how many cases wrote
+a plan, were refused (exit 2, by reason), exited 1, panicked or wrote a plan check fails,
+and the reproducing command of each broken case; it exits 1 when any case is broken.
+--report DIR keeps every case's inputs and plan, and writes report.json.`,
+		Example: `  plan bench ppipe-corpus --quick
+  plan bench ppipe-corpus --cases 500 --time-limit 5s --report corpus-out`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchCorpus(cmd, app, o) },
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.cases, "cases", 500, "how many cases to run")
+	f.IntVar(&o.first, "first", 0, "index of the first case")
+	f.Uint64Var(&o.seed, "seed", 1, "the corpus's seed")
+	f.DurationVar(&o.timeLimit, "time-limit", 5*time.Second, "each solve's --time-limit")
+	f.IntVar(&o.parallel, "parallel", 0, "cases run at once (0: one per CPU)")
+	f.BoolVar(&o.quick, "quick", false, "20 cases at a 2s time limit")
+	f.StringVar(&o.report, "report", "", "keep every case's files and plan in DIR, with report.json")
+	return cmd
+}
+
+func runBenchCorpus(cmd *cobra.Command, app *App, o *benchCorpusOptions) error {
+	if o.quick {
+		if !cmd.Flags().Changed("cases") {
+			o.cases = 20
+		}
+		if !cmd.Flags().Changed("time-limit") {
+			o.timeLimit = 2 * time.Second
+		}
+	}
+	if o.cases < 1 {
+		return run.UsageErrorf("--cases: %d: must be >= 1", o.cases)
+	}
+	if o.timeLimit <= 0 {
+		return run.UsageErrorf("--time-limit: %s: must be > 0", o.timeLimit)
+	}
+	dir := o.report
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "plan-corpus-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return run.UsageErrorf("--report: %v", err)
+	}
+	task := progressline.NewStatus(app.Err, app.Quiet, "bench ppipe-corpus")
+	start := time.Now()
+	rep, err := corpus.Run(cmd.Context(), corpus.Options{Systems: app.Systems, Seed: o.seed, First: o.first, Cases: o.cases,
+		TimeLimit: o.timeLimit, Dir: dir, Parallel: o.parallel,
+		Progress: func(done, total int, _ *corpus.Outcome) { task.Note(fmt.Sprintf("%d/%d cases", done, total)) }})
+	task.Clear()
+	if err != nil {
+		return err
+	}
+	if o.report != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := formats.WriteAtomic(filepath.Join(dir, "report.json"), append(b, '\n')); err != nil {
+			return err
+		}
+	}
+	if app.JSONOutput() {
+		if err := app.WriteJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		rows := [][]string{
+			{"cases", fmt.Sprint(rep.Cases), ""},
+			{"written (exit 0)", fmt.Sprint(rep.Written), pct(rep.Written, rep.Cases)},
+			{"refused (exit 2)", fmt.Sprint(rep.Refused), pct(rep.Refused, rep.Cases)},
+			{"exit 1", fmt.Sprint(rep.Exit1), pct(rep.Exit1, rep.Cases)},
+			{"panics", fmt.Sprint(rep.Panics), pct(rep.Panics, rep.Cases)},
+			{"written, check fails", fmt.Sprint(rep.CheckFail), pct(rep.CheckFail, rep.Cases)},
+		}
+		app.Table([]string{"OUTCOME", "CASES", "SHARE"}, rows)
+		var reasons []string
+		for r := range rep.Reasons {
+			reasons = append(reasons, r)
+		}
+		sort.Strings(reasons)
+		for _, r := range reasons {
+			fmt.Fprintf(app.Out, "refused %d×: %s\n", rep.Reasons[r], r)
+		}
+		for _, x := range rep.Outcomes {
+			if x.Broken() {
+				fmt.Fprintf(app.Out, "BROKEN %s: %s\n  %s\n  solve exit %d: %s\n", x.Case, x.Describe, x.Command, x.SolveExit, corpusFirstLine(x.SolveErr))
+				if x.Panic != "" {
+					fmt.Fprintf(app.Out, "  panic: %s\n", corpusFirstLine(x.Panic))
+				}
+				for _, l := range x.Failed {
+					fmt.Fprintf(app.Out, "  %s\n", l)
+				}
+			}
+		}
+		fmt.Fprintf(app.Out, "seed %d, cases %d–%d, time limit %s, %.0f s\n", o.seed, o.first, o.first+o.cases-1, o.timeLimit, time.Since(start).Seconds())
+	}
+	if n := rep.Broken(); n > 0 {
+		return run.CheckFailed(fmt.Errorf("bench ppipe-corpus: %d of %d cases broken", n, rep.Cases))
+	}
+	return nil
+}
+
+func pct(n, of int) string { return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(max(of, 1))) }
+
+func corpusFirstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}

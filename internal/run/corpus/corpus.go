@@ -1,0 +1,230 @@
+// Package corpus is `plan bench ppipe-corpus`: generated real-shaped PPipe cases
+// (planner/ppipe/corpus) each solved as `plan solve` solves them and, where a plan is
+// written, checked as `plan check` checks it. It holds the property every solve must have on
+// inputs nobody wrote by hand: the plan the solver finds is written (exit 0) or refused with
+// a reason (exit 2) — never a panic, never exit 1 — and every written plan deploys,
+// simulates and passes check. A case that breaks it is reported with the command that
+// reproduces it.
+package corpus
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+
+	gen "github.com/plan-dev/plan/planner/ppipe/corpus"
+
+	"github.com/plan-dev/plan/internal/run"
+	"github.com/plan-dev/plan/internal/run/check"
+	"github.com/plan-dev/plan/internal/run/solve"
+	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/sim"
+)
+
+// Options are the run's settings.
+type Options struct {
+	// Systems is the system registry.
+	Systems *systems.Registry
+	// Seed and First, Cases pick the cases: gen.Generate(Seed, First) onwards.
+	Seed  uint64
+	First int
+	Cases int
+	// TimeLimit is each solve's --time-limit.
+	TimeLimit time.Duration
+	// Dir is where each case's files and plan are written (a folder per case).
+	Dir string
+	// Parallel is how many cases run at once (0: one per CPU).
+	Parallel int
+	// Progress, when set, is told of each finished case.
+	Progress func(done, total int, o *Outcome)
+}
+
+// Outcome is one case's result.
+type Outcome struct {
+	Case     string `json:"case"`
+	Describe string `json:"describe"`
+	// SolveExit is plan solve's exit status (0 written, 1, 2 refused; -1 a panic).
+	SolveExit int    `json:"solve_exit"`
+	SolveErr  string `json:"solve_error,omitempty"`
+	// CheckExit is plan check's on the written plan (-1 a panic; absent when none was
+	// written).
+	CheckExit *int   `json:"check_exit,omitempty"`
+	CheckErr  string `json:"check_error,omitempty"`
+	// Failed lists check's failing lines.
+	Failed []string `json:"failed,omitempty"`
+	// Panic is a recovered panic's value and stack.
+	Panic   string  `json:"panic,omitempty"`
+	Seconds float64 `json:"seconds"`
+	// Command reproduces the solve from the case's folder.
+	Command string `json:"command"`
+}
+
+// Broken says whether the case breaks the property: a panic, exit 1 from solve, or a
+// written plan that check does not pass.
+func (o *Outcome) Broken() bool {
+	return o.Panic != "" || o.SolveExit == run.ExitFailure || o.SolveExit < 0 || (o.CheckExit != nil && *o.CheckExit != 0)
+}
+
+// Report is the whole run.
+type Report struct {
+	Seed      uint64 `json:"seed"`
+	Cases     int    `json:"cases"`
+	Written   int    `json:"written"`
+	Refused   int    `json:"refused"`
+	Exit1     int    `json:"exit1"`
+	Panics    int    `json:"panics"`
+	CheckFail int    `json:"check_failed"`
+	// Reasons counts the refusals by the start of their message.
+	Reasons  map[string]int `json:"refusal_reasons"`
+	Outcomes []Outcome      `json:"outcomes"`
+}
+
+// Broken is how many cases break the property.
+func (r *Report) Broken() int { return r.Exit1 + r.Panics + r.CheckFail }
+
+// Run generates and runs the cases.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Cases < 1 {
+		return nil, fmt.Errorf("--cases: %d: must be >= 1", o.Cases)
+	}
+	if o.TimeLimit <= 0 {
+		return nil, fmt.Errorf("--time-limit: %s: must be > 0", o.TimeLimit)
+	}
+	outs := make([]Outcome, o.Cases)
+	done := 0
+	_, err := sim.Parallel(ctx, o.Cases, o.Parallel, func(i int) error {
+		outs[i] = runCase(ctx, o, gen.Generate(o.Seed, o.First+i))
+		return nil
+	}, func(i, finished int, _ error) {
+		done = finished
+		if o.Progress != nil {
+			o.Progress(done, o.Cases, &outs[i])
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Seed: o.Seed, Cases: o.Cases, Reasons: map[string]int{}, Outcomes: outs}
+	for i := range outs {
+		x := &outs[i]
+		switch {
+		case x.Panic != "" || x.SolveExit < 0:
+			rep.Panics++
+		case x.SolveExit == run.ExitFailure:
+			rep.Exit1++
+		case x.SolveExit != 0:
+			rep.Refused++
+			rep.Reasons[reason(x.SolveErr)]++
+		default:
+			rep.Written++
+			if x.CheckExit != nil && *x.CheckExit != 0 {
+				rep.CheckFail++
+			}
+		}
+	}
+	return rep, nil
+}
+
+// runCase writes the case's files, solves and checks; a panic anywhere is caught and
+// recorded with its stack.
+func runCase(ctx context.Context, o Options, c gen.Case) (out Outcome) {
+	start := time.Now()
+	out = Outcome{Case: c.Name, Describe: c.Describe}
+	defer func() {
+		if p := recover(); p != nil {
+			out.Panic = fmt.Sprintf("%v\n%s", p, debug.Stack())
+			if out.CheckExit == nil && out.SolveExit == 0 && out.SolveErr == "" {
+				out.SolveExit = -1
+			} else if out.CheckExit == nil {
+				ce := -1
+				out.CheckExit = &ce
+			}
+		}
+		out.Seconds = time.Since(start).Seconds()
+	}()
+	dir := filepath.Join(o.Dir, c.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		out.SolveExit, out.SolveErr = run.ExitUsage, err.Error()
+		return out
+	}
+	files := map[string][]byte{"profile.json": c.Profile, "cluster.json": c.Cluster, "workload.json": c.Workload}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			out.SolveExit, out.SolveErr = run.ExitUsage, err.Error()
+			return out
+		}
+	}
+	flags := append([]gen.Flag(nil), c.Flags...)
+	sort.Slice(flags, func(i, j int) bool { return flags[i].Name < flags[j].Name })
+	var pf []solve.Flag
+	cmd := fmt.Sprintf("plan solve --profile profile.json --cluster cluster.json --workload workload.json --deterministic --strategy %s --time-limit %s", c.Strategy, o.TimeLimit)
+	for _, f := range flags {
+		pf = append(pf, solve.Flag{Name: f.Name, Value: f.Value})
+		cmd += fmt.Sprintf(" --%s=%s", f.Name, f.Value)
+	}
+	out.Command = cmd + " -o plan.json"
+	planPath := filepath.Join(dir, "plan.json")
+	var sout, serr bytes.Buffer
+	io := &run.IO{Streams: run.Streams{Out: &sout, Err: &serr}, Quiet: true}
+	err := solve.Run(ctx, solve.Args{
+		Systems: o.Systems,
+		Inputs: solve.Inputs{Profiles: []string{filepath.Join(dir, "profile.json")}, Cluster: filepath.Join(dir, "cluster.json"),
+			Workload: filepath.Join(dir, "workload.json")},
+		Strategy: c.Strategy, TimeLimit: o.TimeLimit, Out: planPath, Deterministic: true, PlannerFlags: pf,
+		ToolVersion: "corpus",
+	}, io)
+	out.SolveExit, out.SolveErr = exitCode(err), strings.ReplaceAll(errText(err), dir+string(filepath.Separator), "")
+	if out.SolveExit != 0 {
+		return out
+	}
+	var cout bytes.Buffer
+	cio := &run.IO{Streams: run.Streams{Out: &cout, Err: &serr}, Quiet: true}
+	err = check.Run(ctx, check.Args{Systems: o.Systems, Plan: planPath, Tolerance: "1%"}, cio)
+	ce := exitCode(err)
+	out.CheckExit, out.CheckErr = &ce, errText(err)
+	for _, l := range strings.Split(cout.String(), "\n") {
+		if strings.HasPrefix(l, "FAIL") || strings.HasPrefix(l, "MISS") {
+			out.Failed = append(out.Failed, l)
+		}
+	}
+	return out
+}
+
+// exitCode is the exit status the CLI gives err (run.ExitError's code, else 1).
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var e *run.ExitError
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return run.ExitFailure
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// reason is a refusal's kind: its message up to the first number or quote, at most 80
+// characters, so that refusals of one cause count together.
+func reason(msg string) string {
+	if i := strings.IndexAny(msg, "0123456789\""); i > 0 {
+		msg = msg[:i]
+	}
+	msg = strings.TrimSpace(msg)
+	if len(msg) > 80 {
+		msg = msg[:80]
+	}
+	return msg
+}

@@ -1,0 +1,43 @@
+package corpus
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/plan-dev/plan/internal/systems"
+)
+
+// TestCorpusQuick is CI's slice of the generated corpus (plan bench ppipe-corpus runs 500):
+// every case is written or refused with a reason, never a panic or exit 1, and every written
+// plan passes plan check. PLAN_CORPUS_CASES=N runs N cases instead.
+func TestCorpusQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("solves and simulates: not in -short")
+	}
+	n := 6
+	if s := os.Getenv("PLAN_CORPUS_CASES"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("PLAN_CORPUS_CASES=%q: %v", s, err)
+		}
+	}
+	rep, err := Run(context.Background(), Options{Systems: systems.Default(), Seed: 1, Cases: n,
+		TimeLimit: 2 * time.Second, Dir: t.TempDir(), Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range rep.Outcomes {
+		t.Logf("%s: solve %d %.1fs %s", o.Case, o.SolveExit, o.Seconds, o.SolveErr)
+		if o.Broken() {
+			t.Errorf("%s breaks the property:\n  %s\n  (%s)\n  solve exit %d: %s\n  check: %v %s %v\n  panic: %s",
+				o.Case, o.Describe, o.Command, o.SolveExit, o.SolveErr, o.CheckExit, o.CheckErr, o.Failed, o.Panic)
+		}
+	}
+	// A gate that checked nothing must not pass: the slice's seed writes plans.
+	if rep.Written == 0 {
+		t.Fatalf("no case wrote a plan (%d refused: %v)", rep.Refused, rep.Reasons)
+	}
+}
