@@ -38,6 +38,10 @@ func TestStageRoundingDeployment(t *testing.T) {
 	}{
 		{"half and two quarters on one GPU", ppipesec.RoundingStage, [][2]int{{2, 1}, {4, 2}}, 1, ""},
 		{"half third third third quarter quarter on two", ppipesec.RoundingStage, [][2]int{{2, 1}, {3, 3}, {4, 2}}, 2, ""},
+		// Slice i's GPU is its packing's, not i/v: the whole-GPU slice after four
+		// quarters is the group's 5th slice on its 2nd GPU (indexing 5/1 overran the group).
+		{"four quarters then whole GPUs", ppipesec.RoundingStage, [][2]int{{4, 4}, {1, 2}}, 3, ""},
+		{"halves, thirds and whole GPUs", ppipesec.RoundingStage, [][2]int{{2, 3}, {3, 3}, {1, 3}}, 6, ""},
 		{"pipeline rounding needs a GPU per level", ppipesec.RoundingPipeline, [][2]int{{2, 1}, {4, 2}}, 1, "needs 2 L4 GPUs"},
 		{"stage rounding beyond the cluster", ppipesec.RoundingStage, [][2]int{{1, 2}, {2, 1}}, 2, "needs 3 L4 GPUs"},
 	} {
