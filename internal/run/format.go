@@ -14,6 +14,15 @@ import (
 // Pct renders a share as a percentage with two decimals.
 func Pct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
 
+// FmtLatencyMs renders a latency percentile in milliseconds: "none answered" for 0, the
+// percentile of no answered request.
+func FmtLatencyMs(ms float64) string {
+	if ms == 0 {
+		return "none answered"
+	}
+	return FmtMs(ms)
+}
+
 // FmtMs renders a solve time in ms as a duration rounded to the millisecond.
 func FmtMs(ms float64) string {
 	if ms == 0 {

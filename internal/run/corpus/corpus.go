@@ -9,6 +9,7 @@ package corpus
 
 import (
 	"bytes"
+	"encoding/json"
 	"context"
 	"errors"
 	"fmt"
@@ -137,6 +138,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 func runCase(ctx context.Context, o Options, c gen.Case) (out Outcome) {
 	start := time.Now()
 	out = Outcome{Case: c.Name, Describe: c.Describe}
+	dir := filepath.Join(o.Dir, c.Name)
 	defer func() {
 		if p := recover(); p != nil {
 			out.Panic = fmt.Sprintf("%v\n%s", p, debug.Stack())
@@ -148,8 +150,11 @@ func runCase(ctx context.Context, o Options, c gen.Case) (out Outcome) {
 			}
 		}
 		out.Seconds = time.Since(start).Seconds()
+		// Each case's outcome beside its files, so a long run can be read before it ends.
+		if b, err := json.MarshalIndent(&out, "", "  "); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, "outcome.json"), append(b, '\n'), 0o644)
+		}
 	}()
-	dir := filepath.Join(o.Dir, c.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		out.SolveExit, out.SolveErr = run.ExitUsage, err.Error()
 		return out

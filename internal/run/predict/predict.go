@@ -99,7 +99,7 @@ func Misses(pr *formats.Prediction) []string {
 				scatter = ", below it in a replication with other arrivals"
 			}
 			out = append(out, fmt.Sprintf("%s: predicted attainment %.2f%% ± %.2f at its own rate %.4g req/s, target %.0f%%%s (p99 %s, %d dropped, %d late of %d); it holds the target up to %.4g req/s",
-				a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, 100*a.Target, scatter, run.FmtMs(a.P99Ms), a.Dropped, a.Late, a.Requests, a.SustainedRPS))
+				a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, 100*a.Target, scatter, run.FmtLatencyMs(a.P99Ms), a.Dropped, a.Late, a.Requests, a.SustainedRPS))
 		}
 	}
 	return out
@@ -138,7 +138,7 @@ func Line(pr *formats.Prediction) string {
 			fmtSecsShort(pr.DurationS), arrivals, pr.Seed, verdict, b, hr)
 	}
 	return fmt.Sprintf("predicted (simulated %s s%s at its own rates, seed %d): %s; lowest %s %.2f%% ± %.2f (target %.0f%%, p99 %s); %s",
-		fmtSecsShort(pr.DurationS), arrivals, pr.Seed, verdict, a.Name, 100*a.Attainment, 100*a.Margin, 100*a.Target, run.FmtMs(a.P99Ms), hr)
+		fmtSecsShort(pr.DurationS), arrivals, pr.Seed, verdict, a.Name, 100*a.Attainment, 100*a.Margin, 100*a.Target, run.FmtLatencyMs(a.P99Ms), hr)
 }
 
 // SizeBy is the rate the plan tells a user to size application a by: the workload's rate
