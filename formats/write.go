@@ -67,7 +67,41 @@ func CheckWritable(path string) error {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return errors.New("is a directory")
 	}
+	if err := checkReplaceable(path); err != nil {
+		return err
+	}
 	return checkParent(path)
+}
+
+// ErrOutputNotRegular is the error for an output path that exists and is not a regular file (a
+// device, a FIFO, a socket, or a link to one). Outputs are written by renaming a finished
+// temporary file over the path, which would replace the node itself: `-o /dev/null` run as
+// root would leave the whole machine a regular file at /dev/null.
+var ErrOutputNotRegular = errors.New("not a regular file: writing the output would replace it (outputs are renamed into place); name a regular file")
+
+// checkReplaceable refuses a path that exists and is not a regular file or a directory
+// (whose own checks are the callers'), following links: the one test every writer applies
+// (CheckWritable before any work, WriteAtomic before it renames).
+func checkReplaceable(path string) error {
+	for _, stat := range []func(string) (fs.FileInfo, error){os.Lstat, os.Stat} {
+		st, err := stat(path)
+		if err != nil {
+			continue // absent, or a dangling link: the rename creates a file
+		}
+		switch t := st.Mode().Type(); {
+		case t&fs.ModeNamedPipe != 0:
+			return fmt.Errorf("a named pipe (FIFO): %w", ErrOutputNotRegular)
+		case t&fs.ModeCharDevice != 0:
+			return fmt.Errorf("a character device: %w", ErrOutputNotRegular)
+		case t&fs.ModeDevice != 0:
+			return fmt.Errorf("a device: %w", ErrOutputNotRegular)
+		case t&fs.ModeSocket != 0:
+			return fmt.Errorf("a socket: %w", ErrOutputNotRegular)
+		case t&fs.ModeIrregular != 0:
+			return fmt.Errorf("a file of unknown type: %w", ErrOutputNotRegular)
+		}
+	}
+	return nil
 }
 
 // CheckOutputDir reports, before any work is done, why a directory of outputs (a report)
@@ -130,6 +164,9 @@ func unwrapPath(err error) error {
 
 // WriteAtomic writes bytes to path through a temp file and rename.
 func WriteAtomic(path string, data []byte) error {
+	if err := checkReplaceable(path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

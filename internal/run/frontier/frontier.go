@@ -81,7 +81,11 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	if !(a.Gap > 0 && a.Gap < 1) {
 		return run.UsageErrorf("--gap: %g: must be in (0, 1)", a.Gap)
 	}
-	for _, f := range [][2]string{{"--csv", a.CSV}, {"--plot", a.Plot}} {
+	outs := [][2]string{{"--csv", a.CSV}, {"--plot", a.Plot}}
+	if a.Plot != "" { // --plot P writes P.png and P.svg
+		outs = append(outs, [2]string{"--plot", a.Plot + ".png"}, [2]string{"--plot", a.Plot + ".svg"})
+	}
+	for _, f := range outs {
 		if f[1] != "" {
 			if err := formats.CheckWritable(f[1]); err != nil {
 				return run.UsageErrorf("%s: %q: %v", f[0], f[1], err)
