@@ -185,7 +185,7 @@ func validateRuns(v *validator, q string, a *AppPrediction) {
 		if r.Requests < 0 {
 			v.add(field(rp, "requests"), r.Requests, "must be >= 0")
 		}
-		if len(r.SLOShares) != len(a.SLOs) && r.Requests > 0 {
+		if len(r.SLOShares) != len(a.SLOs) && (r.Requests > 0 || len(r.SLOShares) > 0) {
 			v.add(field(rp, "slo_shares"), len(r.SLOShares), "must give one share per SLO of slos (%d)", len(a.SLOs))
 		}
 		for j, x := range r.SLOShares {

@@ -251,6 +251,11 @@ func (p *Prediction) assemble(ctx context.Context, points []Point) (*formats.Pre
 		ap.Runs = append(ap.Runs, first)
 		for k := range reps1 {
 			r, _ := j.run(&reps1[k], i, replicationSeed(p.in.Seed, k))
+			if len(slos) == 0 {
+				// The SLOs judged are the first run's (none where it had no requests):
+				// every run is judged on the same ones.
+				r.SLOShares = nil
+			}
 			ap.Runs = append(ap.Runs, r)
 		}
 		ap.Meets = formats.AppMeets(&ap)
