@@ -26,6 +26,7 @@ import (
 	"github.com/plan-dev/plan/internal/run/check"
 	"github.com/plan-dev/plan/internal/run/solve"
 	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -60,6 +61,10 @@ type Outcome struct {
 	CheckErr  string `json:"check_error,omitempty"`
 	// Failed lists check's failing lines.
 	Failed []string `json:"failed,omitempty"`
+	// NoPlanInTime: the solver found no plan within the time limit (exit 1 by the CLI's
+	// contract, planner.ErrNoSolution): no feasible assignment was found, so the property
+	// does not apply.
+	NoPlanInTime bool `json:"no_plan_in_time,omitempty"`
 	// Panic is a recovered panic's value and stack.
 	Panic   string  `json:"panic,omitempty"`
 	Seconds float64 `json:"seconds"`
@@ -70,18 +75,20 @@ type Outcome struct {
 // Broken says whether the case breaks the property: a panic, exit 1 from solve, or a
 // written plan that check does not pass.
 func (o *Outcome) Broken() bool {
-	return o.Panic != "" || o.SolveExit == run.ExitFailure || o.SolveExit < 0 || (o.CheckExit != nil && *o.CheckExit != 0)
+	return o.Panic != "" || (o.SolveExit == run.ExitFailure && !o.NoPlanInTime) || o.SolveExit < 0 || (o.CheckExit != nil && *o.CheckExit != 0)
 }
 
 // Report is the whole run.
 type Report struct {
-	Seed      uint64 `json:"seed"`
-	Cases     int    `json:"cases"`
-	Written   int    `json:"written"`
-	Refused   int    `json:"refused"`
-	Exit1     int    `json:"exit1"`
-	Panics    int    `json:"panics"`
-	CheckFail int    `json:"check_failed"`
+	Seed    uint64 `json:"seed"`
+	Cases   int    `json:"cases"`
+	Written int    `json:"written"`
+	Refused int    `json:"refused"`
+	Exit1   int    `json:"exit1"`
+	// NoPlanInTime counts the solves that ended at the time limit without any plan.
+	NoPlanInTime int `json:"no_plan_in_time"`
+	Panics       int `json:"panics"`
+	CheckFail    int `json:"check_failed"`
 	// Reasons counts the refusals by the start of their message.
 	Reasons  map[string]int `json:"refusal_reasons"`
 	Outcomes []Outcome      `json:"outcomes"`
@@ -118,6 +125,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		switch {
 		case x.Panic != "" || x.SolveExit < 0:
 			rep.Panics++
+		case x.NoPlanInTime:
+			rep.NoPlanInTime++
 		case x.SolveExit == run.ExitFailure:
 			rep.Exit1++
 		case x.SolveExit != 0:
@@ -186,6 +195,7 @@ func runCase(ctx context.Context, o Options, c gen.Case) (out Outcome) {
 		ToolVersion: "corpus",
 	}, io)
 	out.SolveExit, out.SolveErr = exitCode(err), strings.ReplaceAll(errText(err), dir+string(filepath.Separator), "")
+	out.NoPlanInTime = errors.Is(err, planner.ErrNoSolution)
 	if out.SolveExit != 0 {
 		return out
 	}

@@ -20,6 +20,10 @@ func solveError(err error) error {
 	switch {
 	case errors.Is(err, planner.ErrInput), errors.Is(err, planner.ErrInfeasible):
 		return run.UsageError(err)
+	case errors.Is(err, planner.ErrNoSolution) && !strings.Contains(err.Error(), "--time-limit"):
+		// No plan within the limit is no failed check of the user's inputs either: say the
+		// one thing that changes it.
+		return run.CheckFailed(fmt.Errorf("%w: raise --time-limit (nothing written)", err))
 	case errors.Is(err, solver.ErrCanceled):
 		return run.CheckFailed(fmt.Errorf("interrupted: %w (nothing written)", err))
 	default:

@@ -111,7 +111,8 @@ func runBenchCorpus(cmd *cobra.Command, app *App, o *benchCorpusOptions) error {
 			{"cases", fmt.Sprint(rep.Cases), ""},
 			{"written (exit 0)", fmt.Sprint(rep.Written), pct(rep.Written, rep.Cases)},
 			{"refused (exit 2)", fmt.Sprint(rep.Refused), pct(rep.Refused, rep.Cases)},
-			{"exit 1", fmt.Sprint(rep.Exit1), pct(rep.Exit1, rep.Cases)},
+			{"no plan within the time limit (exit 1)", fmt.Sprint(rep.NoPlanInTime), pct(rep.NoPlanInTime, rep.Cases)},
+			{"exit 1, other", fmt.Sprint(rep.Exit1), pct(rep.Exit1, rep.Cases)},
 			{"panics", fmt.Sprint(rep.Panics), pct(rep.Panics, rep.Cases)},
 			{"written, check fails", fmt.Sprint(rep.CheckFail), pct(rep.CheckFail, rep.Cases)},
 		}
