@@ -50,7 +50,7 @@ func TestVerdictRule(t *testing.T) {
 }
 
 // TestVerdictRunsValidated: runs are checked: the first must be the one the summary is of,
-// shares in range and one per SLO, and the rule a known one.
+// shares in range and one per SLO, the rule a known one, and a bursty CV in range.
 func TestVerdictRunsValidated(t *testing.T) {
 	base := func() *Prediction {
 		return &Prediction{Method: PredictionMethodSim, Basis: PredictionBasisRates, DurationS: 20, Rule: VerdictEveryRun, Meets: true,
@@ -67,6 +67,11 @@ func TestVerdictRunsValidated(t *testing.T) {
 		{"attainment out of range", func(p *Prediction) { p.Apps[0].Runs[1].Attainment = 1.5 }, "prediction.apps[0].runs[1].attainment"},
 		{"shares without SLOs", func(p *Prediction) { p.Apps[0].Runs[1].SLOShares = []float64{1} }, "prediction.apps[0].runs[1].slo_shares"},
 		{"unknown rule", func(p *Prediction) { p.Rule = "majority" }, "prediction.rule"},
+		// check re-runs a plan under its recorded arrivals: a CV whose Gamma shape overflows
+		// ran the generator without end.
+		{"bursty CV too small", func(p *Prediction) { p.Arrivals = "bursty:1e-200" }, "prediction.arrivals"},
+		{"bursty CV not a number", func(p *Prediction) { p.Arrivals = "bursty:x" }, "prediction.arrivals"},
+		{"bursty CV in range", func(p *Prediction) { p.Arrivals = "bursty:2" }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := base()

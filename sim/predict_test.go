@@ -158,8 +158,12 @@ func TestPredictArrivals(t *testing.T) {
 		{in: "bursty:2", kind: "bursty", canon: "bursty:2", cv: 2},
 		{in: "bursty:0.5", kind: "bursty", canon: "bursty:0.5", cv: 0.5},
 		{in: "mmpp", kind: "mmpp", canon: "mmpp"},
-		{in: "bursty:0", err: `"bursty:0": the coefficient of variation must be a number in (0, 100]`},
+		{in: "bursty:0", err: `"bursty:0": the coefficient of variation must be a number in [0.01, 100]`},
 		{in: "bursty:x", err: `"bursty:x": the coefficient of variation`},
+		// A CV whose Gamma shape 1/CV² overflows ran the generator without end.
+		{in: "bursty:1e-155", err: `"bursty:1e-155": the coefficient of variation must be a number in [0.01, 100]`},
+		{in: "bursty:0.009", err: `"bursty:0.009": the coefficient of variation must be a number in [0.01, 100]`},
+		{in: "bursty:0.01", kind: "bursty", canon: "bursty:0.01", cv: 0.01},
 		{in: "poisson:2", err: `"poisson:2": poisson takes no parameter`},
 		{in: "day.csv", err: `"day.csv": must be poisson, bursty[:CV] or mmpp`},
 	}

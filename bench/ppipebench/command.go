@@ -10,6 +10,7 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
 	"github.com/spf13/pflag"
 )
 
@@ -102,8 +103,8 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		}
 		cfg.Traces = o.traces
 	}
-	if !(o.cv > 0 && o.cv <= 100) {
-		return bench.Usagef("--cv %g: must be in (0, 100]", o.cv)
+	if why := formats.BurstyCVError(o.cv); why != "" {
+		return bench.Usagef("--cv %g: %s", o.cv, why)
 	}
 	cfg.BurstyCV = o.cv
 	if o.duration < 0 || o.timeLimit < 0 {

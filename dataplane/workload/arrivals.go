@@ -60,8 +60,8 @@ func ParseArrival(s string) (ArrivalSpec, error) {
 		cv := 3.0
 		if hasArg {
 			v, err := strconv.ParseFloat(arg, 64)
-			if err != nil || !(v > 0) || math.IsInf(v, 0) || v > 100 {
-				return ArrivalSpec{}, fmt.Errorf("--trace %q: the coefficient of variation must be a number in (0, 100]", s)
+			if why := formats.BurstyCVError(v); err != nil || why != "" {
+				return ArrivalSpec{}, fmt.Errorf("--trace %q: %s", s, formats.BurstyCVError(math.NaN()))
 			}
 			cv = v
 		}

@@ -45,7 +45,7 @@ func TestSolveCheckArrivals(t *testing.T) {
 		{name: "check: a trace file is no arrival process", args: []string{"check", golden, "--arrivals", "testdata/sim/trace.json"}, code: 2,
 			err: []string{`--arrivals "testdata/sim/trace.json": must be poisson, bursty[:CV] or mmpp`}},
 		{name: "solve: bad CV", args: append([]string{"solve", "--arrivals", "bursty:0", "-o", filepath.Join(dir, "y.json")}, dyorc...), code: 2,
-			err: []string{`--arrivals "bursty:0": the coefficient of variation must be a number in (0, 100]`}},
+			err: []string{`--arrivals "bursty:0": the coefficient of variation must be a number in [0.01, 100]`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
