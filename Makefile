@@ -38,7 +38,7 @@ ORT_LIB   := third_party/onnxruntime/libonnxruntime.so
 # Outside a git checkout both are empty and plan reports the module's build info ("(devel)").
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
-VERSION_PKG := github.com/plan-dev/plan/cmd/plan/internal/cli
+VERSION_PKG := github.com/plan-dev/plan/internal/buildinfo
 LDFLAGS   := -X $(VERSION_PKG).stampVersion=$(VERSION) -X $(VERSION_PKG).stampCommit=$(COMMIT)
 WASM      := third_party/highs/highs.wasm
 EMBED     := solver/internal/highs/embed/highs.wasm

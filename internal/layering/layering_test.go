@@ -101,6 +101,8 @@ var layers = []layer{
 	// optflag binds a typed options struct to flags (the planners' options).
 	{"internal/optflag", 0, "optflag", 0},
 	{"internal/layering", 0, "layering", 0},
+	// buildinfo is the binary's stamped version, for plan version and the servers.
+	{"internal/buildinfo", 0, "buildinfo", 0},
 }
 
 // allowed are the known violations on main, each "from → to" with the issue that removes it.

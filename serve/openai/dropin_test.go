@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/plan-dev/plan/internal/buildinfo"
 )
 
 // TestDecodeDropIn: what OpenAI and vLLM clients send (ecosystem drop-in §1, §3):
@@ -64,8 +66,10 @@ func TestDecodeDropIn(t *testing.T) {
 	}
 }
 
-// TestHealthVersion: vLLM's GET /health (GuideLLM and vllm bench probe it) and GET /version.
+// TestHealthVersion: vLLM's GET /health (GuideLLM and vllm bench probe it) and GET /version,
+// which answers the version plan version prints (the build's stamp), not "(devel)".
 func TestHealthVersion(t *testing.T) {
+	defer buildinfo.SetStamp("v1.2.3-4-gabcdef0", "abcdef0")()
 	_, url := qlmServer(t, memFrontend())
 	resp, err := http.Get(url + "/health")
 	if err != nil {
@@ -82,7 +86,7 @@ func TestHealthVersion(t *testing.T) {
 	var v struct{ Version string }
 	err = json.NewDecoder(resp.Body).Decode(&v)
 	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 || v.Version == "" {
+	if err != nil || resp.StatusCode != 200 || v.Version != "v1.2.3-4-gabcdef0" {
 		t.Errorf("GET /version: %d %+v %v", resp.StatusCode, v, err)
 	}
 	resp, err = http.Get(url + "/v1/models")

@@ -3,9 +3,9 @@ package openai
 import (
 	"fmt"
 	"net/http"
-	"runtime/debug"
 	"strings"
 
+	"github.com/plan-dev/plan/internal/buildinfo"
 	"github.com/plan-dev/plan/serve"
 )
 
@@ -83,11 +83,8 @@ func (f *Frontend) handleHealth(w http.ResponseWriter, r *http.Request) {
 
 // handleVersion answers vLLM's GET /version with the binary's module version.
 func (f *Frontend) handleVersion(w http.ResponseWriter, _ *http.Request) {
-	v := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		v = bi.Main.Version
-	}
-	writeJSON(w, 200, map[string]string{"version": v})
+	// The version plan version prints (the Makefile's stamp), not the module's "(devel)".
+	writeJSON(w, 200, map[string]string{"version": buildinfo.Version()})
 }
 
 func (f *Frontend) handleModel(w http.ResponseWriter, r *http.Request) {

@@ -2,12 +2,11 @@ package cli
 
 import (
 	"runtime"
-	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/buildinfo"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -25,45 +24,12 @@ type versionInfo struct {
 	APIVersion   string `json:"api_version"`
 }
 
-// stampVersion and stampCommit are set by the Makefile's build (-ldflags -X, from git
-// describe and rev-parse): a build with -buildvcs=false, or from a source tree without .git,
-// records no VCS stamp, and `go build` gives the main module the version "(devel)".
-// Empty: fall back to the build info.
-var stampVersion, stampCommit string
-
-// buildVersion reads the version and commit the Makefile stamps, else the module version
-// and VCS stamp that `go build` embeds.
+// buildVersion reads the version and commit the Makefile stamps (internal/buildinfo), with
+// the Go, platform and format versions beside them.
 func buildVersion() versionInfo {
-	v := versionInfo{
-		Module:     "github.com/plan-dev/plan",
-		Version:    "(devel)",
-		Go:         runtime.Version(),
-		Platform:   runtime.GOOS + "/" + runtime.GOARCH,
-		APIVersion: formats.APIVersion,
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Path != "" {
-			v.Module = bi.Main.Path
-		}
-		if bi.Main.Version != "" {
-			v.Version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				v.Revision = s.Value
-			case "vcs.modified":
-				v.Modified = s.Value == "true"
-			}
-		}
-	}
-	if stampVersion != "" {
-		v.Version = stampVersion
-	}
-	if stampCommit != "" && stampCommit != v.Revision {
-		v.Revision, v.Modified = stampCommit, strings.HasSuffix(stampVersion, "-dirty")
-	}
-	return v
+	b := buildinfo.Read()
+	return versionInfo{Module: b.Module, Version: b.Version, Revision: b.Revision, Modified: b.Modified,
+		Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, APIVersion: formats.APIVersion}
 }
 
 // ToolVersion is the version string recorded in plan provenance.

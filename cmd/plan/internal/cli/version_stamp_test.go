@@ -5,13 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plan-dev/plan/internal/buildinfo"
 )
 
 // TestVersionStamp: the version and commit the Makefile stamps through -ldflags -X are what
 // `plan version` prints, in place of "(devel)" and "-" of a -buildvcs=false build.
 func TestVersionStamp(t *testing.T) {
-	defer func(v, c string) { stampVersion, stampCommit = v, c }(stampVersion, stampCommit)
-	stampVersion, stampCommit = "v1.2.3-4-gabcdef0-dirty", "abcdef0123456789"
+	defer buildinfo.SetStamp("v1.2.3-4-gabcdef0-dirty", "abcdef0123456789")()
 	code, out, errs := runCLI(t, "version")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -27,7 +28,7 @@ func TestVersionStamp(t *testing.T) {
 }
 
 // TestMakefileStampsAndInstalls: `make -n` (prints, runs nothing) shows the build stamping
-// the variables version.go declares and `make install` placing the binary in PREFIX/bin and
+// the variables internal/buildinfo declares and `make install` placing the binary in PREFIX/bin and
 // ONNX Runtime in PREFIX/lib/plan, where profiler/measure looks.
 func TestMakefileStampsAndInstalls(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
@@ -40,8 +41,8 @@ func TestMakefileStampsAndInstalls(t *testing.T) {
 		t.Fatalf("make -n install: %v\n%s", err, out)
 	}
 	for _, w := range []string{
-		"-X github.com/plan-dev/plan/cmd/plan/internal/cli.stampVersion=v9.9.9",
-		"-X github.com/plan-dev/plan/cmd/plan/internal/cli.stampCommit=c0ffee",
+		"-X github.com/plan-dev/plan/internal/buildinfo.stampVersion=v9.9.9",
+		"-X github.com/plan-dev/plan/internal/buildinfo.stampCommit=c0ffee",
 		"install -m 0755 bin/plan /opt/p/bin/plan",
 		"/opt/p/lib/plan/libonnxruntime.so",
 	} {
