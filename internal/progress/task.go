@@ -74,6 +74,38 @@ func (t *Task) Println(line string) {
 	})
 }
 
+// Above returns a writer to w for output that shares the task's terminal (a table on
+// stdout under a status line on stderr): each write first erases the task's line, and once a
+// line is complete the task's line is drawn again below it, so no output starts on the
+// status line's row. A nil task, or one not on a terminal, returns w.
+func (t *Task) Above(w io.Writer) io.Writer {
+	if t == nil || !t.tty {
+		return w
+	}
+	return aboveWriter{t: t, w: w}
+}
+
+type aboveWriter struct {
+	t *Task
+	w io.Writer
+}
+
+func (a aboveWriter) Write(p []byte) (n int, err error) {
+	a.t.with(func() {
+		live := a.t.drawn && !a.t.ended
+		if live {
+			fmt.Fprint(a.t.w, "\r\033[K")
+		}
+		n, err = a.w.Write(p)
+		if live && len(p) > 0 && p[len(p)-1] == '\n' {
+			a.t.draw(true)
+		} else if live {
+			a.t.drawn = false // mid-line: drawn again by the next note
+		}
+	})
+	return n, err
+}
+
 // Clear ends the task without a summary: on a terminal its line is erased (the command
 // prints its own summary), piped nothing is written.
 func (t *Task) Clear() {

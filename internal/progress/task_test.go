@@ -2,6 +2,8 @@ package progress
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +127,30 @@ func TestTaskBeforeFirstStep(t *testing.T) {
 func TestFakeTerminal(t *testing.T) {
 	if !IsTerminal(&Buffer{TTY: true}) || IsTerminal(&Buffer{}) {
 		t.Error("Buffer's TTY not honoured")
+	}
+}
+
+// TestTaskAbove: output written through Above onto the task's terminal never starts on the
+// status line's row: the line is erased first and drawn again below each complete line; on a
+// pipe, or with a nil task, Above is the writer itself.
+func TestTaskAbove(t *testing.T) {
+	t.Setenv("PLAN_NO_PROGRESS", "")
+	term := &Buffer{TTY: true}
+	task := NewStatus(term, false, "bench dyorc")
+	out := task.Above(term)
+	fmt.Fprint(out, "  SYSTEM   GOODPUT\n")
+	got := term.String()
+	for _, want := range []string{"bench dyorc: 0s\r\033[K  SYSTEM   GOODPUT\n", "\n\r\033[Kbench dyorc: "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("terminal output %q lacks %q", got, want)
+		}
+	}
+	pipe := &Buffer{}
+	if w := NewStatus(pipe, false, "x").Above(pipe); w != io.Writer(pipe) {
+		t.Errorf("on a pipe Above must return the writer itself")
+	}
+	var nilTask *Task
+	if w := nilTask.Above(pipe); w != io.Writer(pipe) {
+		t.Errorf("a nil task's Above must return the writer itself")
 	}
 }

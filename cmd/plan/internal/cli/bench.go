@@ -70,7 +70,11 @@ func newBenchSubcommand(app *App, nb func() bench.Bench) *cobra.Command {
 				// Info lines go above the status line on a terminal, as they are when piped.
 				infof = func(format string, a ...any) { task.Println(fmt.Sprintf(format, a...)) }
 			}
-			env := bench.Env{Out: app.Out, Err: app.Err, JSON: app.JSONOutput(), Infof: infof, Table: app.Table, WriteJSON: app.WriteJSON, Progress: progress}
+			// Tables and lines on stdout go above the status line, never onto its row.
+			out := task.Above(app.Out)
+			table := func(h []string, rows [][]string) { run.WriteTable(out, h, rows) }
+			writeJSON := func(v any) error { io := app.IO; io.Out = out; return io.WriteJSON(v) }
+			env := bench.Env{Out: out, Err: app.Err, JSON: app.JSONOutput(), Infof: infof, Table: table, WriteJSON: writeJSON, Progress: progress}
 			err := b.Run(cmd.Context(), env)
 			if err != nil {
 				task.Clear()
