@@ -21,8 +21,9 @@ const CostUtilization = 0.8
 // SolveCost is `plan solve --objective cost` for workflows: DyOrc's data
 // plane runs one GPU type (dp.ClusterOf), so for each GPU type of the cluster alone it finds
 // the fewest GPUs, within its available count, whose least-loaded placement (Solve's MILP:
-// min max_g load) keeps every GPU at most CostUtilization busy and within memory; the
-// cheapest of those fleets (count × price) is the plan. The count of one type is searched
+// min max_g load) keeps every GPU at most CostUtilization busy and within memory, and
+// whose apps meet their SLOs at their rates in simulation (holdsRates); the cheapest of
+// those fleets (count × price) is the plan. The count of one type is searched
 // upward from max(⌈Σ load/ρ⌉, ⌈Σ weights/memory⌉), so the first that fits is the least cost
 // for that type.
 func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs []formats.InputRef, o Options) (*formats.Plan, error) {
@@ -71,9 +72,17 @@ func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, r
 				return nil, err
 			}
 			// The busiest GPU's load within the cost model's bound, and every app's rate
-			// within its SLO by the capacity model (the load bound alone sized fleets whose
-			// apps missed their SLOs in simulation).
-			if ok, _ := holdsRates(plan); ok && dyorcsec.PlanOf(plan).Params["expected_max_gpu_load"] <= CostUtilization+absTol {
+			// within its SLO in simulation (holdsRates; the load bound alone sized fleets
+			// whose apps missed their SLOs in simulation). The load is checked first: it
+			// costs nothing.
+			if dyorcsec.PlanOf(plan).Params["expected_max_gpu_load"] > CostUtilization+absTol {
+				continue
+			}
+			ok, err := holdsRates(ctx, plan)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
 				best, bestCost, found = plan, float64(n)*prices[pool.Type], true
 				break
 			}

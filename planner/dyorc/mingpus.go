@@ -13,35 +13,39 @@ import (
 	"github.com/plan-dev/plan/planner"
 )
 
-// holdsRates reports whether plan p serves every app's workload rate within its SLO by the
-// capacity model (Capacity: fitted on the simulator running the plan's own policy), and the
-// lowest ratio of capacity to rate over the apps.
-func holdsRates(p *formats.Plan) (bool, float64) {
-	caps, err := Capacity(p)
+// holdsRates reports whether plan p serves every app's workload rate within its SLO: by
+// the simulator, the prediction `plan solve` judges the plan by, at the workload's rates
+// (Simulator); without one, by the fitted formula (estimate). An error is the simulator's.
+func holdsRates(ctx context.Context, p *formats.Plan) (bool, error) {
+	if sim := simulator(); sim != nil {
+		return meetsAt(ctx, sim, p, 1)
+	}
+	r, err := worstShare(ctx, p)
+	return r >= 1, err
+}
+
+// worstShare is the lowest ratio over p's apps of the capacity (Capacity) to the app's rate.
+func worstShare(ctx context.Context, p *formats.Plan) (float64, error) {
+	caps, err := capacity(ctx, p)
 	if err != nil {
-		return false, 0
+		return 0, err
 	}
 	w, _, err := inputs(p)
 	if err != nil {
-		return false, 0
+		return 0, err
 	}
 	worst := math.Inf(1)
 	for i := range w.Apps {
-		a := &w.Apps[i]
-		rate := a.RateRPS
-		if rate <= 0 {
-			rate = DefaultRate
-		}
-		worst = min(worst, caps[a.Name]/rate)
+		worst = min(worst, caps[w.Apps[i].Name]/rateOf(&w.Apps[i]))
 	}
-	return worst >= 1, worst
+	return worst, nil
 }
 
 // SolveMinGPUs places the services on the fewest GPUs of the cluster's type whose plan serves
-// every app's rate within its SLO (holdsRates), instead of on every GPU (plan solve
-// --min-gpus, as the CascadeServe and QLM planners take it). The plan embeds the cluster as
-// given and records the GPUs it uses as its own cluster; none of the counts up to the
-// cluster's → ErrInfeasible naming the most the whole cluster serves.
+// every app's rate within its SLO in simulation (holdsRates), instead of on every GPU (plan
+// solve --min-gpus, as the CascadeServe and QLM planners take it). The plan embeds the
+// cluster as given and records the GPUs it uses as its own cluster; none of the counts up to
+// the cluster's → ErrInfeasible naming the most the whole cluster serves.
 func SolveMinGPUs(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs []formats.InputRef, o Options) (*formats.Plan, error) {
 	if wl == nil || dyorcsec.WorkflowsOf(wl) == nil || cl == nil || len(cl.GPUs) == 0 {
 		return Solve(ctx, wl, cl, refs, o) // its input errors
@@ -65,7 +69,7 @@ func SolveMinGPUs(ctx context.Context, wl *formats.Workload, cl *formats.Cluster
 	}
 	pool := cl.GPUs[0]
 	pool.Type = c.Type
-	worst := 0.0
+	var last *formats.Plan
 	for n := lo; n <= c.GPUs; n++ {
 		one := *cl
 		p := pool
@@ -78,8 +82,11 @@ func SolveMinGPUs(ctx context.Context, wl *formats.Workload, cl *formats.Cluster
 		if err != nil {
 			return nil, err
 		}
-		ok, r := holdsRates(plan)
-		worst = r
+		last = plan
+		ok, err := holdsRates(ctx, plan)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			continue
 		}
@@ -92,7 +99,7 @@ func SolveMinGPUs(ctx context.Context, wl *formats.Workload, cl *formats.Cluster
 			gap = 0.01
 		}
 		plan.Provenance.Options = planner.RecordOptions(Flags{Gap: gap, Policy: o.Policy, MinGPUs: true, TimeLimit: limitIfHit(plan.Provenance.Status, o.TimeLimit)})
-		// The search is over counts by a capacity model, not an optimisation with a bound.
+		// The search is over counts by simulation, not an optimisation with a bound.
 		plan.Provenance.Status = "heuristic"
 		plan.Provenance.Bound, plan.Provenance.Gap = nil, nil
 		plan.Provenance.SolveMs = float64(time.Since(began).Microseconds()) / 1000
@@ -101,7 +108,14 @@ func SolveMinGPUs(ctx context.Context, wl *formats.Workload, cl *formats.Cluster
 		}
 		return plan, nil
 	}
+	worst := 0.0
+	if last != nil {
+		var err error
+		if worst, err = worstShare(ctx, last); err != nil {
+			return nil, err
+		}
+	}
 	return nil, &planner.InputError{Problems: []string{fmt.Sprintf(
-		"workload: workflows.apps: rate_rps: %s: no count of the cluster's %d %s GPUs serves every app's rate within its SLO (the capacity model: on all %d the lowest app gets %.0f%% of its rate); add GPUs or lower the apps' rate_rps",
+		"workload: workflows.apps: rate_rps: %s: no count of the cluster's %d %s GPUs serves every app's rate within its SLO (in simulation, on all %d the lowest app holds its SLO up to %.0f%% of its rate); add GPUs or lower the apps' rate_rps",
 		planner.ErrInfeasible, c.GPUs, c.Type, c.GPUs, 100*worst)}}
 }

@@ -108,9 +108,9 @@ func TestResolveRecordedLimit(t *testing.T) {
 	}
 }
 
-// TestSolveMinGPUs: --min-gpus places the small workload on the fewest GPUs whose capacity
-// holds every app's rate (4 of 16: fewer leave an app below its rate), and refuses a cluster
-// too small at every count, naming the share the best count serves.
+// TestSolveMinGPUs: --min-gpus places the small workload on the fewest GPUs whose plan holds
+// every app's rate in simulation (4 of 16: fewer leave an app below its target), and refuses
+// a cluster too small at every count, naming the share the best count serves.
 func TestSolveMinGPUs(t *testing.T) {
 	wl, err := formats.ReadInto[*formats.Workload](filepath.Join("..", "..", "testdata", "dyorc", "small.json"), intree.Sections())
 	if err != nil {
@@ -140,8 +140,8 @@ func TestSolveMinGPUs(t *testing.T) {
 		if got := len(dyorcsec.PlanOf(p).Placement); got != tc.want {
 			t.Errorf("%d GPUs: placed on %d, want %d", tc.gpus, got, tc.want)
 		}
-		if ok, r := holdsRates(p); !ok {
-			t.Errorf("%d GPUs: the plan holds %.2f of the rates", tc.gpus, r)
+		if ok, err := holdsRates(context.Background(), p); err != nil || !ok {
+			t.Errorf("%d GPUs: the plan does not hold the rates in simulation (%v)", tc.gpus, err)
 		}
 		if p.Provenance.Embedded.Cluster.GPUs[0].Count != tc.gpus {
 			t.Errorf("the plan embeds the cluster as given (%d GPUs), not the %d it uses", tc.gpus, tc.want)

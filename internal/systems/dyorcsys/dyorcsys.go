@@ -21,11 +21,16 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/internal/system"
+	"github.com/plan-dev/plan/internal/systems/dyorcsys/dyorcsim"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/dyorc"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/workflow"
 )
+
+// The planner sizes DyOrc plans by the simulator (dyorc.Capacity, --min-gpus, --objective
+// cost): the prediction `plan solve` judges a plan by, at the rates the planner asks about.
+func init() { dyorc.SetSimulator(dyorcsim.PredictAtRates) }
 
 // System returns the DyOrc system.
 func System() system.System {
@@ -51,7 +56,7 @@ func System() system.System {
 		Policies: dpd.Policies(),
 		Sample:   dpd.Sample,
 		Checker:  Checker{},
-		// The autopilot sizes a plan by the work its placement carries.
+		// The autopilot sizes a plan by its capacity in simulation (dyorc.Capacity).
 		Capacity: system.PlanCapacity(dyorc.Capacity),
 		Benches:  []func() bench.Bench{func() bench.Bench { return &dyorcbench.Command{} }},
 		// plan export: Triton, KServe and Ray Serve files (export/dyorc).
