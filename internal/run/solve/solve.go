@@ -86,6 +86,10 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	if a.Out == "" {
 		return run.UsageErrorf("--out: must not be empty")
 	}
+	if a.Out == "json" || a.Out == "table" {
+		// -o is --out, the plan's file; --output (-O) is the output format.
+		return run.UsageErrorf("--out %q: names the plan's file, not a format: did you mean --output %s (-O %s)? Name a file such as plan.json", a.Out, a.Out, a.Out)
+	}
 	if a.TimeLimit <= 0 {
 		return run.UsageErrorf("--time-limit: %s: must be > 0", a.TimeLimit)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/check"
 )
 
@@ -20,7 +21,7 @@ type checkOptions struct {
 func newCheckCmd(app *App) *cobra.Command {
 	o := &checkOptions{}
 	cmd := &cobra.Command{
-		Use:   "check PLAN",
+		Use:   "check [PLAN]",
 		Short: "Verify a plan, compare it with a golden plan, and re-solve it (CI regression gate)",
 		Long: `check verifies a plan with its system's verifier, without the solver. PPipe/NP/DART-r:
 every partition's stage latency and transfer against the embedded profile and NIC bandwidth,
@@ -64,13 +65,20 @@ with --output json one object {plan, ok, failed, checks: [{ok, message, stage, n
 subject, value, limit}]}: stage is verify, predict, golden, resolve or resolve_vs_golden; name what
 was checked (throughput_rps, gpus, ...); subject the model, application or task ("" = the
 whole plan); value the measured number and limit the bound it was held to, the reference
-with --tolerance applied (null where no number applies).`,
+with --tolerance applied (null where no number applies). PLAN defaults to ./plan.json, as
+for simulate and serve.`,
 		Example: `  plan check plan.json
   plan check plan.json --golden testdata/golden/demo-ppipe.json --tolerance 1%
   plan check testdata/golden/demo-ppipe.json --golden testdata/golden/demo-ppipe.json --resolve
   plan check testdata/golden/dyorc-small.json --arrivals bursty:2   # does it hold on bursty traffic?`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runCheck(cmd, app, o, args[0]) },
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, err := run.ResolvePlanArg(args)
+			if err != nil {
+				return err
+			}
+			return runCheck(cmd, app, o, path)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.golden, "golden", "", "golden plan to compare per-model throughput with")

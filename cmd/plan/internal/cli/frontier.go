@@ -49,7 +49,7 @@ PATH.svg, --output json prints the points as JSON.`,
 	f.StringVar(&o.baseline, "baseline", "", "also cost the system's baseline strategy at each point (e.g. np for PPipe: no partitioning)")
 	f.StringVar(&o.csv, "csv", "", "also write the points as CSV to this file")
 	f.StringVar(&o.plot, "plot", "", "also plot cost against the swept value to PATH.png and PATH.svg")
-	addSpotFlag(f, &o.spot)
+	addSpotFlag(f, &o.spot, "")
 	return cmd
 }
 

@@ -140,7 +140,7 @@ JSON 'vllm bench serve' writes (its field names; --result-dir, --result-filename
 	f.Float64Var(&o.rateScale, "rate-scale", 0, "with a Trace file: replay it at this multiple of its recorded rate (1.0 = as recorded); exclusive with --load and --rate")
 	f.StringVar(&o.model, "model", "", "model to load (default: every model of the served plan)")
 	f.StringVar(&o.plan, "plan", "", "the served plan's file, for a KServe v2 server that does not answer GET /v1/plan (Triton, KServe): its models, rates and SLOs set the run")
-	f.DurationVar(&o.duration, "duration", 10*time.Second, "arrival window (default 10s; a Trace file: its whole span; with --max-requests: until that many were sent)")
+	f.DurationVar(&o.duration, "duration", 10*time.Second, "arrival window (a Trace file: its whole span; with --max-requests: until that many were sent)")
 	f.IntVar(&o.maxRequests, "max-requests", 0, "stop arrivals after this many requests (0 = no limit); without --duration it alone bounds the run")
 	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV], mmpp, or a trace file (a Trace document or an Azure LLM trace CSV); on an LLM plan a per-request trace replays exactly, as plan simulate's: each request once, with its class and tokens, the whole trace unless --duration")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed of the arrival process")

@@ -107,7 +107,7 @@ that coefficient of variation (1 is Poisson; vllm bench serve's --burstiness B i
 	f.Float64Var(&o.gap, "gap", planner.DefaultGap, "relative MIP gap at which to stop (0.001 = 0.1%)")
 	f.StringVarP(&o.out, "out", "o", "plan.json", "where to write the plan")
 	addObjectiveFlag(f, &o.objective)
-	addSpotFlag(f, &o.spot)
+	addSpotFlag(f, &o.spot, "with --objective cost: ")
 	addWindowFlags(f, &o.win)
 	f.StringVar(&o.profileFit, "profile-fit", formats.FitOutliers, "outliers: replace measured points more than 25% out of monotone order by their neighbours' curve; none: plan on every measured value")
 	f.BoolVar(&o.deterministic, "deterministic", false, "record solve_ms as 0 so identical inputs give byte-identical plans (golden files)")

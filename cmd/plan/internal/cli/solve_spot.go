@@ -11,8 +11,9 @@ import (
 	"github.com/plan-dev/plan/internal/run/solve"
 )
 
-// spotHelp states the --spot rule once for solve's and frontier's flag help.
-const spotHelp = "with --objective cost: price the fleet with each GPU type's spot_price_per_hour, running at most SHARE (0..1) of each type's GPUs on spot and keeping at least 1-SHARE of them on-demand (rounded up to whole GPUs); the planner optimises the blend SHARE·spot + (1-SHARE)·on-demand per GPU, the plan's fleet records each type's spot count, the resulting cost per hour and the all-on-demand cost beside it; a type without spot_price_per_hour stays on-demand (said on stderr)"
+// spotHelp states the --spot rule once for solve's and frontier's flag help: solve takes it
+// with --objective cost, frontier (which always prices a fleet and has no --objective) alone.
+const spotHelp = "price the fleet with each GPU type's spot_price_per_hour, running at most SHARE (0..1) of each type's GPUs on spot and keeping at least 1-SHARE of them on-demand (rounded up to whole GPUs); the planner optimises the blend SHARE·spot + (1-SHARE)·on-demand per GPU, the plan's fleet records each type's spot count, the resulting cost per hour and the all-on-demand cost beside it; a type without spot_price_per_hour stays on-demand (said on stderr)"
 
 // spotFlag is --spot SHARE: set says it was given (no sentinel value), v the share, checked
 // as it is parsed so a bad value exits 2 naming the flag and the value.
@@ -42,7 +43,8 @@ func (s *spotFlag) Set(x string) error {
 
 func (s *spotFlag) Type() string { return "SHARE" }
 
-func addSpotFlag(f *pflag.FlagSet, dst *spotFlag) { f.Var(dst, "spot", spotHelp) }
+// addSpotFlag adds --spot with spotHelp after prefix (solve's "with --objective cost: ").
+func addSpotFlag(f *pflag.FlagSet, dst *spotFlag, prefix string) { f.Var(dst, "spot", prefix+spotHelp) }
 
 // share is the share given (nil = --spot not given).
 func (s *spotFlag) share() *float64 {
