@@ -41,8 +41,10 @@ type Frontend struct {
 	// MaxBody bounds a request body (default 4 MiB).
 	MaxBody int64
 	// QueueLease is the JetStream queue's lease (0: DefaultLease): a queued request whose
-	// worker stops extending it (a crash) is handed out again after it.
-	QueueLease time.Duration `flag:"queue-lease" help:"lease of a queued request on its worker, extended while it runs: a crashed server's requests are served again after it"`
+	// worker stops extending it (a crash) is handed out again after it, and then runs only
+	// if it had not started: one marked running is recorded failed ("interrupted"), so a
+	// request runs at most once.
+	QueueLease time.Duration `flag:"queue-lease" help:"lease of a queued request on its worker, extended while it runs: after a crash, requests not yet started are served once the lease ends; one that had started is failed with code interrupted, never run twice"`
 	// Endpoints maps instances to remote OpenAI-compatible engines (--llm-endpoints); empty:
 	// the instances are the server's own (emulated) workers. Poll is how often their
 	// /metrics are read.
