@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -231,15 +232,14 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// reason is a refusal's kind: its message up to the first number or quote, at most 80
+// reason is a refusal's kind: its message with every number written N, at most 160
 // characters, so that refusals of one cause count together.
 func reason(msg string) string {
-	if i := strings.IndexAny(msg, "0123456789\""); i > 0 {
-		msg = msg[:i]
-	}
-	msg = strings.TrimSpace(msg)
-	if len(msg) > 80 {
-		msg = msg[:80]
+	msg = numbers.ReplaceAllString(strings.TrimSpace(msg), "N")
+	if len(msg) > 160 {
+		msg = msg[:160]
 	}
 	return msg
 }
+
+var numbers = regexp.MustCompile(`[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?`)

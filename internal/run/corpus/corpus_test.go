@@ -41,3 +41,12 @@ func TestCorpusQuick(t *testing.T) {
 		t.Fatalf("no case wrote a plan (%d refused: %v)", rep.Refused, rep.Reasons)
 	}
 }
+
+// TestReason: refusals of one cause count together whatever their numbers.
+func TestReason(t *testing.T) {
+	a := reason("model m0: slo 21.5ms: every pipeline that meets the SLO needs more GPUs than the cluster has left for it")
+	b := reason("model m2: slo 1e+03ms: every pipeline that meets the SLO needs more GPUs than the cluster has left for it")
+	if a != b || a != "model mN: slo Nms: every pipeline that meets the SLO needs more GPUs than the cluster has left for it" {
+		t.Fatalf("reasons %q and %q", a, b)
+	}
+}
