@@ -13,16 +13,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	gen "github.com/plan-dev/plan/planner/ppipe/corpus"
 
+	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/check"
 	"github.com/plan-dev/plan/internal/run/solve"
@@ -66,6 +69,9 @@ type Outcome struct {
 	// contract, planner.ErrNoSolution): no feasible assignment was found, so the property
 	// does not apply.
 	NoPlanInTime bool `json:"no_plan_in_time,omitempty"`
+	// Sustained is each model's sustained_rps over its stated rate in the written plan's
+	// prediction: how far the planner's capacity model is from the simulation that judges it.
+	Sustained []float64 `json:"sustained_share,omitempty"`
 	// Panic is a recovered panic's value and stack.
 	Panic   string  `json:"panic,omitempty"`
 	Seconds float64 `json:"seconds"`
@@ -93,6 +99,17 @@ type Report struct {
 	// Reasons counts the refusals by the start of their message.
 	Reasons  map[string]int `json:"refusal_reasons"`
 	Outcomes []Outcome      `json:"outcomes"`
+}
+
+// SustainedShares are every written plan's models' sustained_rps over their stated rates,
+// sorted.
+func (r *Report) SustainedShares() []float64 {
+	var xs []float64
+	for _, o := range r.Outcomes {
+		xs = append(xs, o.Sustained...)
+	}
+	slices.Sort(xs)
+	return xs
 }
 
 // Broken is how many cases break the property.
@@ -205,6 +222,13 @@ func runCase(ctx context.Context, o Options, c gen.Case) (out Outcome) {
 	err = check.Run(ctx, check.Args{Systems: o.Systems, Plan: planPath, Tolerance: "1%"}, cio)
 	ce := exitCode(err)
 	out.CheckExit, out.CheckErr = &ce, errText(err)
+	if plan, err := formats.ReadInto[*formats.Plan](planPath, o.Systems.Sections()); err == nil && plan.Prediction != nil {
+		for _, a := range plan.Prediction.Apps {
+			if a.RateRPS > 0 {
+				out.Sustained = append(out.Sustained, math.Round(a.SustainedRPS/a.RateRPS*1e4)/1e4)
+			}
+		}
+	}
 	for _, l := range strings.Split(cout.String(), "\n") {
 		if strings.HasPrefix(l, "FAIL") || strings.HasPrefix(l, "MISS") {
 			out.Failed = append(out.Failed, l)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	progressline "github.com/plan-dev/plan/internal/progress"
+	"github.com/plan-dev/plan/internal/quantile"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/corpus"
 )
@@ -135,6 +136,13 @@ func runBenchCorpus(cmd *cobra.Command, app *App, o *benchCorpusOptions) error {
 					fmt.Fprintf(app.Out, "  %s\n", l)
 				}
 			}
+		}
+		if xs := rep.SustainedShares(); len(xs) > 0 {
+			// How far the planner's stated throughput is from what the simulation sustains
+			// within the SLO (the rate plan check holds a plan to): the capacity model's error.
+			q := func(p float64) float64 { return quantile.Percentile(xs, p) }
+			fmt.Fprintf(app.Out, "sustained_rps / stated rate over %d models: min %.3f, p10 %.3f, median %.3f, p90 %.3f; %.1f%% at >= 0.95\n",
+				len(xs), xs[0], q(10), q(50), q(90), 100*float64(len(xs)-sort.SearchFloat64s(xs, 0.95))/float64(len(xs)))
 		}
 		fmt.Fprintf(app.Out, "seed %d, cases %d–%d, time limit %s, %.0f s\n", o.seed, o.first, o.first+o.cases-1, o.timeLimit, time.Since(start).Seconds())
 	}
