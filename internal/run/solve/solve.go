@@ -96,8 +96,10 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	if a.GapSet && a.Gap == 0 {
 		return run.UsageErrorf("--gap: 0: must be in (0, 1)")
 	}
-	if a.SLOSet && a.SLO == 0 {
-		return run.UsageErrorf("--slo: 0s: must be > 0 (leave it out for the workload's or the default SLO)")
+	if a.SLOSet && a.SLO <= 0 {
+		// Every system's planner, not only those that check it: an LLM workload took -1s
+		// and ignored it.
+		return run.UsageErrorf("--slo: %s: must be > 0 (leave it out for the workload's or the default SLO)", a.SLO)
 	}
 	if _, _, err := sim.PredictArrivals(a.Arrivals); err != nil {
 		return run.UsageErrorf("--arrivals %v", err)

@@ -136,6 +136,8 @@ func TestBadInputSolve(t *testing.T) {
 			want: []string{"--gap: 0: must be in (0, 1)"}},
 		{name: "slo 0", args: []string{"solve", "-q", "--slo", "0"}, keep: "plan.json", code: ExitUsage,
 			want: []string{"--slo: 0s: must be > 0"}},
+		{name: "slo negative, an LLM workload", args: []string{"solve", "-q", "--slo", "-1s", "--profile", "testdata/qlm/profile.json", "--cluster", "testdata/qlm/cluster.yaml",
+			"--workload", "testdata/qlm/workload.yaml"}, keep: "plan.json", code: ExitUsage, want: []string{"--slo: -1s: must be > 0"}},
 		{name: "slo 0 from env", args: []string{"solve", "-q"}, env: map[string]string{"PLAN_SLO": "0s"}, keep: "plan.json", code: ExitUsage,
 			want: []string{"--slo: 0s: must be > 0"}},
 
