@@ -194,6 +194,10 @@ var ErrNotEmpty = errors.New("exists and is not empty")
 // leaves dir as it was.
 func Write(dir string, files Files, force bool) error {
 	dir = filepath.Clean(dir)
+	if dir == filepath.Dir(dir) {
+		// The root (or a volume's): it cannot be replaced by a sibling directory.
+		return fmt.Errorf("-o %s: is the filesystem root: name a directory to create or replace", dir)
+	}
 	if ents, err := os.ReadDir(dir); err == nil {
 		if len(ents) > 0 && !force {
 			return fmt.Errorf("-o %s: %w: pass --force to replace it", dir, ErrNotEmpty)

@@ -145,6 +145,11 @@ func TestWrite(t *testing.T) {
 	if err := Write(empty, f, false); err != nil {
 		t.Errorf("an existing empty directory needs no --force: %v", err)
 	}
+	// The root cannot be replaced by a sibling: said as such, not as a temp-name pattern
+	// error, and before anything is read or written.
+	if err := Write("/", f, true); err == nil || !strings.Contains(err.Error(), "is the filesystem root") {
+		t.Errorf("-o /: %v", err)
+	}
 }
 
 func TestDNSLabel(t *testing.T) {
