@@ -110,11 +110,11 @@ func ParseMooncakeTrace(name string, data []byte, blockTokens int) (*Trace, erro
 }
 
 // ScanLines calls each with the number (from 1) and the text, white space trimmed, of every
-// non-blank line of data (a JSON Lines file; lines up to 16 MiB) until each returns false. A
+// non-blank line of data (a JSON Lines file; lines up to MaxLineBytes) until each returns false. A
 // read error (a longer line) is returned with the number of the line it stopped at.
 func ScanLines(data []byte, each func(line int, text []byte) bool) (at int, err error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -123,8 +123,19 @@ func ScanLines(data []byte, each func(line int, text []byte) bool) (at int, err 
 			return line, nil
 		}
 	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		// bufio's "token too long" names neither the limit nor what to do.
+		return line + 1, fmt.Errorf("%w: longer than %d MiB, the most one record may hold", ErrLineTooLong, MaxLineBytes>>20)
+	}
 	return line + 1, sc.Err()
 }
+
+// MaxLineBytes bounds one line of a JSON Lines file (ScanLines): a Mooncake request with
+// two million hash_ids is past it.
+const MaxLineBytes = 16 << 20
+
+// ErrLineTooLong marks a JSON Lines line past MaxLineBytes.
+var ErrLineTooLong = errors.New("line too long")
 
 // formatMs writes µs as the trace's ms.
 func formatMs(us int64) string { return strconv.FormatFloat(float64(us)/1e3, 'f', -1, 64) }

@@ -56,6 +56,10 @@ func TestParseMooncakeTrace(t *testing.T) {
 		{name: "not an object", data: ok + line(`[1, 2]`), wantErr: `t.jsonl:2: [1, 2]: want a JSON object`},
 		{name: "broken JSON", data: line(`{"timestamp": 0, "input_length": 6`), wantErr: `t.jsonl:1: not valid JSON`},
 		{name: "empty", data: "\n\n", wantErr: `t.jsonl: no requests`},
+		// Two million hash_ids: past one line's bound, said with the line and the bound
+		// (bufio's own words were "token too long").
+		{name: "line past the bound", data: ok + `{"timestamp": 6, "input_length": 1, "output_length": 1, "hash_ids": [` +
+			strings.Repeat("1234567, ", 2_000_000) + "1]}\n", wantErr: `t.jsonl:2: line too long: longer than 16 MiB, the most one record may hold`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
