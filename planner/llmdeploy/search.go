@@ -66,6 +66,17 @@ func Search(ctx context.Context, in planner.Inputs, o Options) (*Result, error) 
 	if in.Cluster == nil {
 		return nil, &planner.InputError{Problems: []string{"cluster: required for llm_classes workloads"}}
 	}
+	// The search sizes a fleet for each class's rate: a class without one would be found
+	// unservable only after every candidate's capacity search.
+	var noRate []string
+	for i, c := range qlmsec.ClassesOf(in.Workload) {
+		if !(c.RateRPS > 0) {
+			noRate = append(noRate, fmt.Sprintf("workload: llm_classes[%d].rate_rps: %g: the deployment search sizes a fleet for each class's rate: must be > 0", i, c.RateRPS))
+		}
+	}
+	if len(noRate) > 0 {
+		return nil, &planner.InputError{Problems: noRate}
+	}
 	prices, _, err := in.Cluster.Prices()
 	if err != nil {
 		return nil, &planner.InputError{Problems: []string{err.Error()}}

@@ -196,6 +196,8 @@ func TestSolveSearchBadInput(t *testing.T) {
 			code: ExitUsage, out: "p.json", solver: true, want: []string{`testdata/llmdeploy/workload.yaml: llm_classes[1].model: "llama-3.1-70b": fits no GPU type of the cluster (L40S)`}},
 		{name: "percentile", args: append(append([]string{}, base...), "--workload", "testdata/llmdeploy/workload-badpct.yaml", "-o", "$TMP/p.json"), code: ExitUsage, out: "p.json",
 			want: []string{"workload-badpct.yaml", "ttft_percentile", "p42"}},
+		{name: "a class without a rate", args: append(append([]string{}, base...), "--workload", "testdata/llmdeploy/workload-rate0.yaml", "-o", "$TMP/p.json"), code: ExitUsage, out: "p.json",
+			want: []string{"testdata/llmdeploy/workload-rate0.yaml: llm_classes[1].rate_rps: 0: the deployment search sizes a fleet for each class's rate: must be > 0"}},
 		{name: "search without cost", args: []string{"solve", "--search", "--cluster", "testdata/llmdeploy/cluster.yaml", "--workload", "testdata/llmdeploy/workload.yaml", "-o", "$TMP/p.json"},
 			code: ExitUsage, out: "p.json", solver: true, want: []string{"--search: searches the least-cost fleet: give --objective cost"}},
 	})
