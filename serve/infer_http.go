@@ -65,6 +65,11 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	}
 	bodyRead(r)
 	req, err := kserve.DecodeInfer(body, t.Input())
+	if err == nil {
+		// A requested output the model does not have is refused, as the gRPC front end
+		// refuses it, never silently answered with the one it does have.
+		err = kserve.CheckOutputs(req.Outputs, t.Output())
+	}
 	if err != nil {
 		s.Reject(400, "bad-request")
 		writeJSON(w, 400, kserve.ErrorResponse{Error: err.Error()})

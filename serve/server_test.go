@@ -193,6 +193,7 @@ func TestBadInput(t *testing.T) {
 		{"count mismatch", url, `{"inputs":[{"name":"input","shape":[1,3],"datatype":"FP32","data":[1,2]}]}`, 400, "needs 3"},
 		{"not a number", url, `{"inputs":[{"name":"input","shape":[1,1],"datatype":"FP32","data":["x"]}]}`, 400, "want a number"},
 		{"wrong name", url, `{"inputs":[{"name":"image","shape":[1,1],"datatype":"FP32","data":[1]}]}`, 400, "the model's input"},
+		{"unknown output", url, `{"inputs":[{"name":"input","shape":[1,1],"datatype":"FP32","data":[1]}],"outputs":[{"name":"nope"}]}`, 400, "the model's output is"},
 		{"too large", url, inferBody(make([]float32, 600)...), 413, "--max-body 1024"},
 		{"unknown model", ts.URL + "/v2/models/nope/infer", inferBody(1), 404, "serves demo"},
 	}
@@ -207,6 +208,10 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("body is not an error object: %s", body)
 			}
 		})
+	}
+	// The output the model has may be asked for by name.
+	if code, _, body := post(t, url, `{"inputs":[{"name":"input","shape":[1,1],"datatype":"FP32","data":[1]}],"outputs":[{"name":"output"}]}`); code != 200 {
+		t.Errorf("asking for the model's own output: %d %s", code, body)
 	}
 	if code, _ := get(t, ts.URL+"/v2/models/nope"); code != 404 {
 		t.Errorf("metadata of unknown model: %d", code)

@@ -30,6 +30,9 @@ type Ticket struct {
 // (kserve.DecodeInfer checks the tensor as Submit does).
 func (t Ticket) Input() kserve.TensorSpec { return t.spec.in }
 
+// Output is the model's output tensor spec (the one output a plan's model answers with).
+func (t Ticket) Output() kserve.TensorSpec { return t.spec.out }
+
 // Arrive admits req to the server before its body is read: it reads req's Model, Arrived,
 // Size, RefusedStatus and Attrs (what the arrival observer sees). A nil Answer admits it with
 // the Ticket; else the Answer is the refusal to send, already counted in the metrics: 404

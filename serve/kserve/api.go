@@ -204,6 +204,18 @@ func DescribeJSONError(err error) string {
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
+// CheckOutputs checks the outputs an infer request asks for against the model's one output:
+// each must name it (KServe v2: a request may list the outputs it wants; a model answers
+// with the ones it has).
+func CheckOutputs(outs []RequestedOutputJSON, spec TensorSpec) error {
+	for i, o := range outs {
+		if o.Name != spec.Name {
+			return badf("outputs[%d].name: %q: the model's output is %q", i, o.Name, spec.Name)
+		}
+	}
+	return nil
+}
+
 // CheckInput checks one input tensor against the model's input spec as the HTTP API does
 // (name, datatype, rank, one sample, every fixed dimension, the data's elements) and fills in
 // an empty name.
