@@ -22,7 +22,7 @@ const (
 // Spec describes one GPU type.
 type Spec struct {
 	Name string
-	// Arch is the micro-architecture (pascal, turing, volta, ampere, ada, hopper).
+	// Arch is the micro-architecture (pascal, turing, volta, ampere, ada, hopper, blackwell).
 	Arch string
 	// Peak TFLOPS per precision, dense. TF32 = 0 where there are no TF32 tensor cores.
 	FP32TFLOPS, TF32TFLOPS, FP16TFLOPS float64
@@ -74,6 +74,10 @@ var table = []Spec{
 	{Name: "H100", Arch: "hopper", FP32TFLOPS: 67, TF32TFLOPS: 495, FP16TFLOPS: 989, MemBWGBps: 3350, SMs: 132, MemoryBytes: 80 * gib, L2Bytes: 50 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 50, NVLinkGBps: 450},
 	// H200 SXM: H100 compute with 141 GB HBM3e at 4800 GB/s.
 	{Name: "H200", Arch: "hopper", FP32TFLOPS: 67, TF32TFLOPS: 495, FP16TFLOPS: 989, MemBWGBps: 4800, SMs: 132, MemoryBytes: 141e9, L2Bytes: 50 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 50, NVLinkGBps: 450},
+	// B200 (DGX B200 datasheet, per GPU): 2.25 PFLOPS dense FP16/BF16 (4.5 with sparsity),
+	// 180 GB HBM3e at 8 TB/s, 148 SMs, 126 MB L2; fifth-generation NVLink, 1.8 TB/s
+	// bidirectional; 80 TFLOPS FP32 and 1,100 TF32 dense.
+	{Name: "B200", Arch: "blackwell", FP32TFLOPS: 80, TF32TFLOPS: 1100, FP16TFLOPS: 2250, MemBWGBps: 8000, SMs: 148, MemoryBytes: 180e9, L2Bytes: 126 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 50, NVLinkGBps: 900},
 }
 
 // All returns every known GPU in table order (older and smaller first).

@@ -6,7 +6,7 @@ import (
 )
 
 func TestTable(t *testing.T) {
-	want := []string{"P4", "T4", "L4", "A10", "V100", "L40S", "A100", "H100", "H200"}
+	want := []string{"P4", "T4", "L4", "A10", "V100", "L40S", "A100", "H100", "H200", "B200"}
 	if got := strings.Join(Names(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("Names() = %s", got)
 	}

@@ -11,6 +11,7 @@ package llm
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/profiler/gpus"
@@ -19,9 +20,7 @@ import (
 
 // Serving assumptions [ours], documented so they can be checked against measurements.
 const (
-	memUtil        = 0.90  // share of GPU memory the engine may use (vLLM's default)
-	reserveBase    = 1.5e9 // activations, CUDA graphs: fixed part per GPU (bytes)
-	reserveFrac    = 0.07  // ... and the part proportional to GPU memory
+	memUtil        = 0.90  // gpu_memory_utilization: the share of GPU memory the engine may use (vLLM's default)
 	stepOverheadUs = 400.0 // scheduler + input preparation + sampling per step (host side; unmeasured)
 	maxSeqs        = 256   // the engine's running-batch cap
 	avgReqTokens   = 400.0 // ShareGPT-like request: ~150 prompt + ~250 output tokens
@@ -30,15 +29,8 @@ const (
 	cpuSwapGB      = 16.0  // host memory for swapped KV caches (vLLM's swap_space is 4 GiB per GPU; ×4 GPUs-worth)
 )
 
-// capacity returns the KV tokens that fit on tp GPUs.
-func capacity(m Model, g gpus.Spec, tp int) int64 {
-	mem := float64(g.MemoryBytes)
-	free := float64(tp)*(memUtil*mem-reserveBase-reserveFrac*mem) - float64(m.WeightBytes())
-	if free <= 0 {
-		return 0
-	}
-	return int64(free / float64(m.kvBytesPerTokenTP(tp)))
-}
+// capacity returns the KV tokens that fit on tp GPUs (KVBudget).
+func capacity(m Model, g gpus.Spec, tp int) int64 { return KVBudget(m, g, tp).Tokens }
 
 // GPUCount is the smallest power-of-two tensor-parallel degree (≤ 8) the model can be
 // sharded over whose memory holds the weights and at least minKVTokens of KV cache.
@@ -134,7 +126,7 @@ func EstimateTP(model, gpu string, tp int, link roofline.Link) (*formats.LLMProf
 		LoadColdUs:           round(float64(w) / (diskGBps * 1e3)),
 		LoadWarmUs:           round(float64(w) / float64(tp) / (g.HostLinkGBps * 1e3)),
 		HostLinkGBps:         g.HostLinkGBps,
-		Iteration:            iteration(d),
+		Iteration:            iteration(d, int(avgBatch)),
 		Engine:               engineDefaults(g.Name),
 	}, nil
 }
@@ -156,7 +148,7 @@ func engineDefaults(gpu string) *formats.LLMEngine {
 // linear in between — up to 8,192 tokens, the H100 engines' token budget, since attention
 // makes prefill super-linear beyond 4,096 (llm-engine-2.md, "Measured H100 kernel facts") —;
 // the decode curve likewise at batch sizes 1…maxSeqs at the typical context.
-func iteration(d Deployment) *formats.LLMIteration {
+func iteration(d Deployment, avgBatch int) *formats.LLMIteration {
 	// The budgets are the engine block's (engineDefaults), not the older iteration fields.
 	it := &formats.LLMIteration{PreemptMode: "auto", CPUSwapBytes: int64(cpuSwapGB * 1e9)}
 	for _, n := range []int{1, 128, 512, 1024, 2048, 4096, 8192} {
@@ -166,7 +158,14 @@ func iteration(d Deployment) *formats.LLMIteration {
 	// Breakpoints are fitted at the typical context (half a request's tokens per sequence),
 	// so the step model and the iteration model agree there and the context term is the
 	// slope around it.
-	for _, b := range []int{1, 16, 64, 128, maxSeqs} {
+	// Measured GEMMs step with the tile count (m = 129 costs about what 192 does), so the
+	// curve also passes through the average batch the planner reads its decode step at.
+	sizes := []int{1, 16, 64, 128, maxSeqs}
+	if avgBatch > 1 && !slices.Contains(sizes, avgBatch) {
+		sizes = append(sizes, avgBatch)
+		slices.Sort(sizes)
+	}
+	for _, b := range sizes {
 		ctx := avgReqTokens / 2
 		us := round(d.Decode(b, ctx).Total() - it.DecodeUsPerContextToken*ctx*float64(b))
 		if n := len(it.Decode); n > 0 {

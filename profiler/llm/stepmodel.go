@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/plan-dev/plan/profiler/gpus"
+	"github.com/plan-dev/plan/profiler/kerneltab"
 	"github.com/plan-dev/plan/profiler/roofline"
 )
 
@@ -21,6 +22,15 @@ type Breakdown struct {
 	Elementwise float64 `json:"elementwise_us"`
 	// Overhead: the per-step host overhead.
 	Overhead float64 `json:"overhead_us"`
+	// Sources are the measured-table points the kernel terms came from (none for a
+	// roofline estimate): `plan profile --explain` prints them.
+	Sources []Source `json:"sources,omitempty"`
+}
+
+// Source is one kernel of a term and the measured-table point its time came from.
+type Source struct {
+	Term  string          `json:"term"` // gemm, attention or allreduce
+	Point kerneltab.Point `json:"point"`
 }
 
 // Kernels is the GPU time of the step: every term but the overhead.
@@ -36,6 +46,10 @@ type Deployment struct {
 	TP    int
 	Link  roofline.Link
 	k     roofline.Kernels
+	// tab is the GPU's measured kernel tables (profiler/kerneltab); nil where there are
+	// none, or where the GPUs are joined by a link other than the one the tables' GPUs were
+	// measured on (PCIe between SXM GPUs): the roofline then times every kernel.
+	tab *kerneltab.Tables
 }
 
 // NewDeployment checks the tensor-parallel degree and the link.
@@ -44,10 +58,39 @@ func NewDeployment(m Model, g gpus.Spec, tp int, link roofline.Link) (Deployment
 		return Deployment{}, err
 	}
 	d := Deployment{Model: m, GPU: g, TP: tp, Link: link, k: roofline.NewKernels(g)}
-	if gbps, l := d.k.LinkGBps(link); tp > 1 && gbps <= 0 {
+	gbps, l := d.k.LinkGBps(link)
+	if tp > 1 && gbps <= 0 {
 		return Deployment{}, fmt.Errorf("link %s: %s has none", l, g.Name)
 	}
+	if _, native := d.k.LinkGBps(roofline.LinkAuto); kerneltab.Has(g.Name) && (tp == 1 || l == native) {
+		t, err := kerneltab.Load(g.Name)
+		if err != nil {
+			return Deployment{}, err
+		}
+		d.tab = t
+	}
 	return d, nil
+}
+
+// Measured reports whether the kernel terms come from measured tables (else the roofline
+// estimates them: "estimated").
+func (d Deployment) Measured() bool { return d.tab != nil }
+
+// cudaGraphMaxTokens is the largest step vLLM replays as a CUDA graph (its default
+// capture sizes end at 512 tokens, CompilationConfig.max_cudagraph_capture_size): decode
+// steps and small mixed steps run graphed, large prefills eagerly — which decides which of
+// the all-reduce tables' rows (graph or eager) a step pays.
+const cudaGraphMaxTokens = 512
+
+// gemmUs is one BF16 linear layer of m tokens (n outputs, k inputs) on one GPU.
+func (d Deployment) gemmUs(b *Breakdown, m, n, k int) float64 {
+	if d.tab != nil && m > 0 {
+		if us, p, err := d.tab.GEMMUs(kerneltab.BF16, m, n, k); err == nil {
+			b.Sources = append(b.Sources, Source{Term: "gemm", Point: p})
+			return us
+		}
+	}
+	return d.k.GEMMUs(m, n, k)
 }
 
 // mustDeployment is NewDeployment for degrees already checked (GPUCount's).
@@ -64,14 +107,18 @@ func mustDeployment(m Model, g gpus.Spec, tp int) Deployment {
 // LayerGEMMUs is the projection GEMMs of one layer over tokens rows on one GPU: QKV (the
 // GPU's query and KV heads), output, gate and up fused, down.
 func (d Deployment) LayerGEMMUs(tokens int) float64 {
+	return d.layerGEMMUs(&Breakdown{}, tokens)
+}
+
+func (d Deployment) layerGEMMUs(b *Breakdown, tokens int) float64 {
 	m, tp := d.Model, d.TP
 	qd := m.Heads / tp * m.HeadDim
 	kvd := m.kvHeadsPerGPU(tp) * m.HeadDim
 	inter := m.Intermediate / tp
-	return d.k.GEMMUs(tokens, qd+2*kvd, m.Hidden) +
-		d.k.GEMMUs(tokens, m.Hidden, qd) +
-		d.k.GEMMUs(tokens, 2*inter, m.Hidden) +
-		d.k.GEMMUs(tokens, m.Hidden, inter)
+	return d.gemmUs(b, tokens, qd+2*kvd, m.Hidden) +
+		d.gemmUs(b, tokens, m.Hidden, qd) +
+		d.gemmUs(b, tokens, 2*inter, m.Hidden) +
+		d.gemmUs(b, tokens, m.Hidden, inter)
 }
 
 // LayerElementwiseUs is the elementwise kernels of one layer over tokens rows: two RMSNorms
@@ -90,7 +137,45 @@ func (d Deployment) LayerElementwiseUs(tokens int) float64 {
 
 // AllReduceUs is one all-reduce of a tokens×hidden BF16 activation across the GPUs.
 func (d Deployment) AllReduceUs(tokens int) float64 {
-	return d.k.AllReduceUs(2*float64(tokens*d.Model.Hidden), d.TP, d.Link)
+	return d.allReduceUs(&Breakdown{}, tokens)
+}
+
+// allReduceUs: where the GPU is measured, vLLM's own all-reduce as it runs it
+// (tensor_model_parallel_all_reduce: the custom one-shot/two-shot kernel for the message
+// sizes it takes — up to 8 MiB, on NVLink or, for two GPUs, PCIe peer-to-peer — and its
+// NCCL fallback beyond; the measured table is of that call, so the choice is the one vLLM
+// makes), graph-captured for steps vLLM replays as CUDA graphs; elsewhere the roofline's
+// ring all-reduce.
+func (d Deployment) allReduceUs(b *Breakdown, tokens int) float64 {
+	if d.TP <= 1 || tokens <= 0 {
+		return 0
+	}
+	elems := float64(tokens * d.Model.Hidden)
+	if d.tab != nil {
+		if us, p, err := d.tab.AllReduceUs(tokens <= cudaGraphMaxTokens, d.TP, elems); err == nil {
+			b.Sources = append(b.Sources, Source{Term: "allreduce", Point: p})
+			return us
+		}
+	}
+	return d.k.AllReduceUs(2*elems, d.TP, d.Link)
+}
+
+// logitsGatherUs gathers the vocabulary-parallel logits of rows tokens across the GPUs
+// (vLLM's LogitsProcessor all-gathers them on CUDA): NCCL's all_gather of rows × vocab
+// BF16 values, measured where the GPU is; elsewhere a ring all-gather moves half the bytes
+// an all-reduce of the gathered tensor would.
+func (d Deployment) logitsGatherUs(b *Breakdown, rows int) float64 {
+	if d.TP <= 1 || rows <= 0 {
+		return 0
+	}
+	elems := float64(rows * d.Model.Vocab)
+	if d.tab != nil {
+		if us, p, err := d.tab.NCCLUs("all_gather", d.TP, elems); err == nil {
+			b.Sources = append(b.Sources, Source{Term: "allreduce", Point: p})
+			return us
+		}
+	}
+	return d.k.AllReduceUs(elems, d.TP, d.Link)
 }
 
 // allReduces per step: after attention and after the MLP in every layer (Megatron tensor
@@ -99,18 +184,15 @@ func (d Deployment) AllReduceUs(tokens int) float64 {
 func (d Deployment) allReduces() int { return 2*d.Model.Layers + 1 }
 
 // step is the terms common to prefill and decode: tokens rows through every layer, logits
-// for logits rows, attention given.
-func (d Deployment) step(tokens, logits int, attnPerLayer float64) Breakdown {
+// for logits rows, attention (already in b) given.
+func (d Deployment) step(b Breakdown, tokens, logits int) Breakdown {
 	m := d.Model
 	l := float64(m.Layers)
-	b := Breakdown{
-		GEMM:        l*d.LayerGEMMUs(tokens) + d.k.GEMMUs(logits, m.Vocab/d.TP, m.Hidden),
-		Attention:   l * attnPerLayer,
-		Elementwise: l * d.LayerElementwiseUs(tokens),
-		Overhead:    stepOverheadUs,
-	}
+	b.GEMM = l*d.layerGEMMUs(&b, tokens) + d.gemmUs(&b, logits, m.Vocab/d.TP, m.Hidden)
+	b.Elementwise = l * d.LayerElementwiseUs(tokens)
+	b.Overhead = stepOverheadUs
 	if d.TP > 1 {
-		b.AllReduce = float64(d.allReduces()) * d.AllReduceUs(tokens)
+		b.AllReduce = float64(d.allReduces())*d.allReduceUs(&b, tokens) + d.logitsGatherUs(&b, logits)
 	}
 	return b
 }
@@ -118,22 +200,75 @@ func (d Deployment) step(tokens, logits int, attnPerLayer float64) Breakdown {
 // Prefill is one step prefilling tokens prompt tokens of one sequence whose KV cache holds
 // ctx tokens already (a chunk of a longer prompt when ctx > 0); logits for its last token.
 func (d Deployment) Prefill(tokens, ctx int) Breakdown {
+	var b Breakdown
+	b.Attention = float64(d.Model.Layers) * d.prefillAttentionUs(&b, tokens, ctx)
+	return d.step(b, tokens, 1)
+}
+
+// prefillAttentionUs is one layer's attention over a chunk of tokens after ctx cached
+// ones. The measured tables hold whole prompts (no cached prefix), so a chunk is the
+// difference of two: causal attention over ctx+tokens less that over ctx — exact for the
+// quadratic work, and never less than the chunk alone as a prompt.
+func (d Deployment) prefillAttentionUs(b *Breakdown, tokens, ctx int) float64 {
 	m, tp := d.Model, d.TP
-	attn := d.k.PrefillAttentionUs(tokens, ctx, m.Heads/tp, m.kvHeadsPerGPU(tp), m.HeadDim)
-	return d.step(tokens, 1, attn)
+	q, kv := m.Heads/tp, m.kvHeadsPerGPU(tp)
+	if d.tab != nil && tokens > 0 {
+		at := func(n int) (float64, kerneltab.Point, error) {
+			return d.tab.ContextAttentionUs(1, n, q, kv, m.HeadDim, kerneltab.BF16)
+		}
+		whole, p, err := at(ctx + tokens)
+		if err == nil {
+			alone, _, err1 := at(tokens)
+			if err1 == nil {
+				t := alone
+				if ctx > 0 {
+					before, _, err2 := at(ctx)
+					if err2 != nil {
+						return d.k.PrefillAttentionUs(tokens, ctx, q, kv, m.HeadDim)
+					}
+					t = max(whole-before, alone)
+				}
+				b.Sources = append(b.Sources, Source{Term: "attention", Point: p})
+				return t
+			}
+		}
+	}
+	return d.k.PrefillAttentionUs(tokens, ctx, q, kv, m.HeadDim)
 }
 
 // Decode is one decode step of batch sequences whose KV caches hold ctx tokens each.
 func (d Deployment) Decode(batch int, ctx float64) Breakdown {
+	var b Breakdown
+	b.Attention = float64(d.Model.Layers) * d.decodeAttentionUs(&b, batch, ctx)
+	return d.step(b, batch, batch)
+}
+
+func (d Deployment) decodeAttentionUs(b *Breakdown, batch int, ctx float64) float64 {
 	m, tp := d.Model, d.TP
-	attn := d.k.DecodeAttentionUs(batch, float64(batch)*ctx, m.Heads/tp, m.kvHeadsPerGPU(tp), m.HeadDim)
-	return d.step(batch, batch, attn)
+	q, kv := m.Heads/tp, m.kvHeadsPerGPU(tp)
+	if d.tab != nil && batch > 0 {
+		if us, p, err := d.tab.GenerationAttentionUs(batch, q, kv, m.HeadDim, kerneltab.BF16, ctx); err == nil {
+			b.Sources = append(b.Sources, Source{Term: "attention", Point: p})
+			return us
+		}
+	}
+	return d.k.DecodeAttentionUs(batch, float64(batch)*ctx, q, kv, m.HeadDim)
 }
 
 // DecodeUsPerContextToken is the decode attention time per token of context held in the KV
-// caches (the iteration model's context term).
+// caches (the iteration model's context term): where the GPU is measured, the slope of the
+// measured decode attention between 256 and 4,096 tokens of context at a batch of 64, over
+// every layer; elsewhere the KV bytes a token reads at the roofline's bandwidth share.
 func (d Deployment) DecodeUsPerContextToken() float64 {
 	m := d.Model
+	if d.tab != nil {
+		const batch, lo, hi = 64, 256.0, 4096.0
+		var b Breakdown
+		tlo, thi := d.decodeAttentionUs(&b, batch, lo), d.decodeAttentionUs(&b, batch, hi)
+		if slope := (thi - tlo) / (batch * (hi - lo)); slope > 0 {
+			return slope * float64(m.Layers)
+		}
+	}
 	perGPU := float64(m.kvBytesPerTokenTP(d.TP)) / float64(d.TP)
 	return perGPU / (d.k.Params.EtaMem * d.GPU.MemBWGBps * 1e3)
 }

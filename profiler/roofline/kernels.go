@@ -43,22 +43,58 @@ var h100Kernels = KernelParams{
 	LinkEff: 0.72, CollectiveUs: 27, SmallFloorUs: 41, SmallBytes: 1 << 20,
 }
 
-// kernelParams: measured GPUs, and the defaults for the rest, which have no targets: the
-// GEMM and memory shares of the roofline before this calibration (0.45 of the FP16 peak at
-// every M, 0.70 of the bandwidth), so that profiles of unmeasured GPUs move only by the terms
-// the old model lacked; attention at that share too; kernel, elementwise and collective
-// constants the H100's.
+// kernelParams: the H100 class's hand calibration against the published H100 kernel
+// timings (CALIBRATION.md, "LLM kernels"), kept for the H100 and H200.
 var kernelParams = map[string]KernelParams{"H100": h100Kernels, "H200": h100Kernels}
 
+// defaultKernels: the GEMM and memory shares of the roofline before any calibration (0.45
+// of the FP16 peak at every M, 0.70 of the bandwidth); kernel, elementwise and collective
+// constants the H100's. The start of a fit (profiler/kerneltab.FitRoofline), and the
+// constants of a GPU with no measured architecture near it.
 var defaultKernels = KernelParams{
 	EtaGEMM: 0.45, GEMMHalfM: 0, EtaMem: 0.70, EtaElem: 0.54, EtaAttn: 0.45,
 	KernelUs: 3, ElemFloorUs: 4,
 	LinkEff: 0.72, CollectiveUs: 27, SmallFloorUs: 41, SmallBytes: 1 << 20,
 }
 
-// KernelParamsFor returns the kernel constants of a GPU type.
-func KernelParamsFor(gpu string) KernelParams {
-	if p, ok := kernelParams[gpu]; ok {
+// DefaultKernelParams returns the uncalibrated constants.
+func DefaultKernelParams() KernelParams { return defaultKernels }
+
+// nearestMeasured is, per architecture, the measured GPU whose fitted constants a GPU
+// without tables borrows: Ampere, Volta, Turing and Pascal data-centre parts take the
+// A100's (the oldest measured), Ada the L40S's, Hopper the H100's, Blackwell the B200's.
+var nearestMeasured = map[string]string{
+	"pascal": "A100", "volta": "A100", "turing": "A100", "ampere": "A100",
+	"ada": "L40S", "hopper": "H100", "blackwell": "B200",
+}
+
+// NearestMeasured names the measured GPU whose fitted constants s borrows, other than
+// exclude ("" = none: s keeps the defaults). With exclude = s.Name it answers which
+// other GPU would stand in for s — the leave-one-GPU-out the error band comes from.
+func NearestMeasured(s gpus.Spec, exclude string) string {
+	if n := nearestMeasured[s.Arch]; n != "" && n != exclude {
+		return n
+	}
+	if exclude == "" {
+		return ""
+	}
+	// The stand-in for a measured GPU itself: the other measured part of its generation,
+	// else the neighbouring generation's.
+	alt := map[string]string{"A100": "L40S", "L40S": "A100", "H100": "H200", "H200": "H100", "B200": "H200"}
+	return alt[exclude]
+}
+
+// KernelParamsFor returns the kernel constants of a GPU type: the H100 class's hand
+// calibration, the GPU's own fit where it is measured, else its nearest measured
+// architecture's fit, else the defaults.
+func KernelParamsFor(s gpus.Spec) KernelParams {
+	if p, ok := kernelParams[s.Name]; ok {
+		return p
+	}
+	if p, ok := fittedKernels[s.Name]; ok {
+		return p
+	}
+	if p, ok := fittedKernels[nearestMeasured[s.Arch]]; ok {
 		return p
 	}
 	return defaultKernels
@@ -84,7 +120,7 @@ type Kernels struct {
 
 // NewKernels returns the kernel model of a GPU.
 func NewKernels(s gpus.Spec) Kernels {
-	return Kernels{Spec: s, Params: KernelParamsFor(s.Name), peak: s.FP16TFLOPS * 1e6, bw: s.MemBWGBps * 1e3}
+	return Kernels{Spec: s, Params: KernelParamsFor(s), peak: s.FP16TFLOPS * 1e6, bw: s.MemBWGBps * 1e3}
 }
 
 // GEMMEfficiency is the share of the peak a GEMM over m tokens reaches.

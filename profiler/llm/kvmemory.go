@@ -1,0 +1,90 @@
+package llm
+
+import (
+	"math"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/profiler/gpus"
+)
+
+// KVMemory is the KV cache one engine allocates, term by term, as vLLM sizes it at start-up
+// (its worker's determine_available_memory, then the KV cache config: LLM engine digest
+// §4): of each GPU's memory, the share gpu_memory_utilization allows, less the weights on
+// that rank, less the activation peak of a profiling forward at max_num_batched_tokens,
+// less the memory outside PyTorch's allocator (NCCL and cuBLAS workspaces, the custom
+// all-reduce buffers), less the CUDA-graph pool; what is left, in whole blocks of
+// BlockTokens tokens of every layer's K and V on that rank. vLLM takes the smallest rank's
+// figure, and tensor parallelism gives every rank the same shard, so one rank's is the
+// engine's.
+type KVMemory struct {
+	GPUBytes    int64   `json:"gpu_bytes"`
+	Utilization float64 `json:"gpu_memory_utilization"`
+	// WeightsPerGPU is the model's weights over the tensor-parallel degree.
+	WeightsPerGPU int64 `json:"weights_per_gpu_bytes"`
+	// ActivationPeak is the larger of the profiling forward's live activations at
+	// BatchedTokens tokens and the dummy sampler pass's logits at MaxSeqs sequences.
+	ActivationPeak int64 `json:"activation_peak_bytes"`
+	BatchedTokens  int   `json:"max_num_batched_tokens"`
+	MaxSeqs        int   `json:"max_num_seqs"`
+	NonTorch       int64 `json:"non_torch_bytes"`
+	CUDAGraphs     int64 `json:"cuda_graph_bytes"`
+	// KVBytes is what is left for the KV cache on each GPU.
+	KVBytes int64 `json:"kv_bytes_per_gpu"`
+	// BytesPerTokenPerGPU is one token's K and V of every layer on one rank.
+	BytesPerTokenPerGPU int64 `json:"kv_bytes_per_token_per_gpu"`
+	BlockTokens         int   `json:"block_size"`
+	Blocks              int64 `json:"blocks"`
+	// Tokens is Blocks × BlockTokens: the engine's KV capacity.
+	Tokens int64 `json:"tokens"`
+}
+
+// Memory outside the model's tensors [ours, from vLLM's start-up logs' orders of
+// magnitude]: half a GiB of NCCL, cuBLAS and custom all-reduce workspaces per GPU (a
+// quarter more under tensor parallelism, for the collectives' buffers), and half a GiB of
+// CUDA-graph pool for the default capture sizes.
+const (
+	nonTorchBytes   = 512 << 20
+	nonTorchTPBytes = 128 << 20
+	cudaGraphBytes  = 512 << 20
+)
+
+// kvBlockTokens is vLLM's default KV block size.
+const kvBlockTokens = 16
+
+// KVBudget is the KV memory of model m on tp GPUs of type g under vLLM's default engine
+// settings for the GPU (formats.DefaultBatchedTokens).
+func KVBudget(m Model, g gpus.Spec, tp int) KVMemory {
+	batched, seqs := formats.DefaultBatchedTokens(g.Name)
+	k := KVMemory{
+		GPUBytes: g.MemoryBytes, Utilization: memUtil,
+		WeightsPerGPU: m.WeightBytes() / int64(tp),
+		BatchedTokens: batched, MaxSeqs: seqs,
+		NonTorch:   nonTorchBytes,
+		CUDAGraphs: cudaGraphBytes,
+		BlockTokens: kvBlockTokens,
+	}
+	if tp > 1 {
+		k.NonTorch += nonTorchTPBytes
+	}
+	k.ActivationPeak = activationPeak(m, tp, batched, seqs)
+	k.BytesPerTokenPerGPU = m.kvBytesPerTokenTP(tp) / int64(tp)
+	free := int64(math.Floor(k.Utilization*float64(k.GPUBytes))) - k.WeightsPerGPU - k.ActivationPeak - k.NonTorch - k.CUDAGraphs
+	if free <= 0 || k.BytesPerTokenPerGPU <= 0 {
+		return k
+	}
+	k.KVBytes = free
+	k.Blocks = free / (k.BytesPerTokenPerGPU * int64(k.BlockTokens))
+	k.Tokens = k.Blocks * int64(k.BlockTokens)
+	return k
+}
+
+// activationPeak is the profiling run's peak on one rank: the forward over tokens BF16
+// rows holds the residual stream and the layer's input (2 × hidden), and at the MLP the
+// fused gate/up output (2 × intermediate/tp) with the activation's output (intermediate/tp)
+// — the largest layer-local tensors; the dummy sampler pass then holds FP32 logits of
+// seqs rows over the vocabulary, twice (logits and probabilities). The larger is the peak.
+func activationPeak(m Model, tp, tokens, seqs int) int64 {
+	fwd := 2 * float64(tokens) * (2*float64(m.Hidden) + 3*float64(m.Intermediate/tp))
+	sampler := 2 * 4 * float64(seqs) * float64(m.Vocab)
+	return int64(max(fwd, sampler))
+}

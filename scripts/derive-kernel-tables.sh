@@ -1,0 +1,55 @@
+#!/bin/sh
+# derive-kernel-tables.sh derives profiler/kerneltab/data from NVIDIA AIConfigurator's
+# published vLLM kernel tables (../shared/data/kernels, Apache-2.0; provenance in
+# profiler/kerneltab/data/NOTICE.md). It keeps what the dense LLM step model reads:
+#   gemm                    bfloat16 and fp8 (per-tensor) rows: m, n, k, latency
+#   context_attention       full attention (window_size 0): batch_size, isl, num_heads,
+#                           num_key_value_heads, head_dim, kv_cache_dtype, latency
+#   generation_attention    full attention: batch_size, num_heads, num_key_value_heads,
+#                           head_dim, kv_cache_dtype, step, latency
+#   custom_allreduce        graph and eager rows: kernel_source, num_gpus, message_size, latency
+#   nccl                    half-precision rows: op_name, num_gpus, message_size, latency
+# Columns the A100 tables drop as constant (head_dim 128, kv_cache_dtype bfloat16,
+# gemm_dtype bfloat16) are written back so every GPU's files have one schema. Repeated
+# measurements of one shape (A100 context attention) are averaged. Output is gzip -n (no
+# name or time stamp), so the same input gives byte-identical files.
+#
+# Usage: scripts/derive-kernel-tables.sh [KERNELS_DIR] (default ../shared/data/kernels)
+set -eu
+src=${1:-../shared/data/kernels}
+out=profiler/kerneltab/data
+[ -f "$src/README.md" ] || { echo "derive-kernel-tables: $src: no kernel tables (README.md missing)" >&2; exit 2; }
+mkdir -p "$out"
+for sys in h100_sxm h200_sxm b200_sxm a100_sxm l40s; do
+	# gemm: dtype,m,n,k,latency
+	awk -F, -v OFS=, '
+		NR==1 { for (i=1;i<=NF;i++) c[$i]=i; print "gemm_dtype,m,n,k,latency"; next }
+		{ d = ("gemm_dtype" in c) ? $c["gemm_dtype"] : "bfloat16"
+		  if (d=="bfloat16" || d=="fp8") print d,$c["m"],$c["n"],$c["k"],$c["latency"] }' \
+		"$src/${sys}__gemm.csv" | gzip -9 -n >"$out/${sys}__gemm.csv.gz"
+	# context attention, averaged over repeated keys
+	awk -F, -v OFS=, '
+		NR==1 { for (i=1;i<=NF;i++) c[$i]=i; print "batch_size,isl,num_heads,num_key_value_heads,head_dim,kv_cache_dtype,latency"; next }
+		("window_size" in c) && $c["window_size"]!=0 { next }
+		{ hd = ("head_dim" in c) ? $c["head_dim"] : 128; kd = ("kv_cache_dtype" in c) ? $c["kv_cache_dtype"] : "bfloat16"
+		  key = $c["batch_size"] OFS $c["isl"] OFS $c["num_heads"] OFS $c["num_key_value_heads"] OFS hd OFS kd
+		  if (!(key in n)) order[++nk]=key
+		  s[key]+=$c["latency"]; n[key]++ }
+		END { for (i=1;i<=nk;i++) { k=order[i]; printf "%s,%.5g\n", k, s[k]/n[k] } }' \
+		"$src/${sys}__context_attention.csv" | gzip -9 -n >"$out/${sys}__context_attention.csv.gz"
+	awk -F, -v OFS=, '
+		NR==1 { for (i=1;i<=NF;i++) c[$i]=i; print "batch_size,num_heads,num_key_value_heads,head_dim,kv_cache_dtype,step,latency"; next }
+		("window_size" in c) && $c["window_size"]!=0 { next }
+		{ hd = ("head_dim" in c) ? $c["head_dim"] : 128; kd = ("kv_cache_dtype" in c) ? $c["kv_cache_dtype"] : "bfloat16"
+		  print $c["batch_size"],$c["num_heads"],$c["num_key_value_heads"],hd,kd,$c["step"],$c["latency"] }' \
+		"$src/${sys}__generation_attention.csv" | gzip -9 -n >"$out/${sys}__generation_attention.csv.gz"
+	awk -F, -v OFS=, '
+		NR==1 { for (i=1;i<=NF;i++) c[$i]=i; print "kernel_source,num_gpus,message_size,latency"; next }
+		{ print $c["kernel_source"],$c["num_gpus"],$c["message_size"],$c["latency"] }' \
+		"$src/${sys}__custom_allreduce.csv" | gzip -9 -n >"$out/${sys}__custom_allreduce.csv.gz"
+	awk -F, -v OFS=, '
+		NR==1 { for (i=1;i<=NF;i++) c[$i]=i; print "op_name,num_gpus,message_size,latency"; next }
+		$c["nccl_dtype"]=="half" { print $c["op_name"],$c["num_gpus"],$c["message_size"],$c["latency"] }' \
+		"$src/${sys}__nccl.csv" | gzip -9 -n >"$out/${sys}__nccl.csv.gz"
+done
+du -cb "$out"/*.gz | tail -1
