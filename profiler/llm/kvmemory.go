@@ -59,8 +59,8 @@ func KVBudget(m Model, g gpus.Spec, tp int) KVMemory {
 		GPUBytes: g.MemoryBytes, Utilization: memUtil,
 		WeightsPerGPU: m.WeightBytes() / int64(tp),
 		BatchedTokens: batched, MaxSeqs: seqs,
-		NonTorch:   nonTorchBytes,
-		CUDAGraphs: cudaGraphBytes,
+		NonTorch:    nonTorchBytes,
+		CUDAGraphs:  cudaGraphBytes,
 		BlockTokens: kvBlockTokens,
 	}
 	if tp > 1 {
