@@ -136,6 +136,14 @@ type LLMProfile struct {
 	// vLLM's flag names (LLM engine digest §4); nil = vLLM's defaults (LLMEngine).
 	// `plan export` writes the same values as the engine's arguments.
 	Engine *LLMEngine `json:"engine,omitempty"`
+	// StepTimes says where an analytic profile's step times come from: "measured: ..." (the
+	// GPU's published kernel tables) or "estimated: ..." (a roofline calibrated on the
+	// nearest measured architecture, with its leave-one-GPU-out error band).
+	StepTimes string `json:"step_times,omitempty"`
+	// Calibration records the measured run the iteration curves were corrected to fit
+	// (`plan profile --calibrate`; nil = not calibrated). The curves above are the corrected
+	// ones; nothing reads this block but people and `plan validate`.
+	Calibration *LLMCalibration `json:"calibration,omitempty"`
 }
 
 // LLMEngine are the engine settings of an LLM instance, named as vLLM's flags (LLM engine

@@ -338,6 +338,9 @@ func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string, use P
 	if l.Engine != nil {
 		l.Engine.validate(v, field(p, "engine"), l)
 	}
+	if l.Calibration != nil {
+		l.Calibration.validate(v, field(p, "calibration"))
+	}
 	if use == UseReplay {
 		l.validateReplay(v, p)
 	}

@@ -225,7 +225,12 @@ func (p Point) String() string {
 		b.WriteString("[" + p.Slice + "]")
 	}
 	for i, a := range p.Axes {
-		fmt.Fprintf(&b, " %s=%s", a, strconv.FormatFloat(p.At[i], 'g', 6, 64))
+		v := p.At[i]
+		if v == math.Trunc(v) && v < 1e15 {
+			fmt.Fprintf(&b, " %s=%d", a, int64(v))
+		} else {
+			fmt.Fprintf(&b, " %s=%.1f", a, v)
+		}
 	}
 	if p.Measured {
 		b.WriteString(" (measured)")

@@ -128,6 +128,7 @@ func EstimateTP(model, gpu string, tp int, link roofline.Link) (*formats.LLMProf
 		HostLinkGBps:         g.HostLinkGBps,
 		Iteration:            iteration(d, int(avgBatch)),
 		Engine:               engineDefaults(g.Name),
+		StepTimes:            d.StepTimes(),
 	}, nil
 }
 

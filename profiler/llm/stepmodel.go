@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/plan-dev/plan/profiler/gpus"
 	"github.com/plan-dev/plan/profiler/kerneltab"
@@ -75,6 +76,25 @@ func NewDeployment(m Model, g gpus.Spec, tp int, link roofline.Link) (Deployment
 // Measured reports whether the kernel terms come from measured tables (else the roofline
 // estimates them: "estimated").
 func (d Deployment) Measured() bool { return d.tab != nil }
+
+// StepTimes is the profile's label for where its step times come from.
+func (d Deployment) StepTimes() string {
+	if d.tab != nil {
+		return "measured: " + d.tab.System + " vLLM kernel tables (NVIDIA AIConfigurator)"
+	}
+	var band []string
+	for _, op := range []string{"gemm", "prefill", "decode"} {
+		e := roofline.EstimateErrorPct[op]
+		band = append(band, fmt.Sprintf("%s %.0f%% (p90 %.0f%%)", op, e[0], e[1]))
+	}
+	from := "uncalibrated defaults"
+	if n := roofline.NearestMeasured(d.GPU, ""); n != "" && n != d.GPU.Name {
+		from = n + "'s fitted constants"
+	} else if n == d.GPU.Name {
+		from = "its own fitted constants (over a link its tables were not measured on)"
+	}
+	return "estimated: roofline with " + from + "; leave-one-GPU-out error " + strings.Join(band, ", ")
+}
 
 // cudaGraphMaxTokens is the largest step vLLM replays as a CUDA graph (its default
 // capture sizes end at 512 tokens, CompilationConfig.max_cudagraph_capture_size): decode

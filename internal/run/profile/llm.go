@@ -116,6 +116,10 @@ type llmExplain struct {
 	TP    int        `json:"tp"`
 	Link  string     `json:"link"`
 	Cells []llm.Cell `json:"cells"`
+	// StepTimes says whether the kernel terms are measured or estimated (and how well).
+	StepTimes string `json:"step_times"`
+	// KV is the KV cache's memory budget, term by term, as vLLM sizes it.
+	KV llm.KVMemory `json:"kv_memory"`
 }
 
 func explainLLM(p formats.LLMProfile, link roofline.Link) (llmExplain, error) {
@@ -136,12 +140,15 @@ func explainLLM(p formats.LLMProfile, link roofline.Link) (llmExplain, error) {
 		_, l := roofline.NewKernels(g).LinkGBps(link)
 		resolved = string(l)
 	}
-	return llmExplain{Model: m.Name, GPU: g.Name, TP: p.GPUCount, Link: resolved, Cells: d.ExplainCells()}, nil
+	return llmExplain{Model: m.Name, GPU: g.Name, TP: p.GPUCount, Link: resolved, Cells: d.ExplainCells(),
+		StepTimes: d.StepTimes(), KV: llm.KVBudget(m, g, p.GPUCount)}, nil
 }
 
-// writeExplain prints one table per explained profile: a row per cell, a column per term (ms).
+// writeExplain prints one table per explained profile: a row per cell, a column per term
+// (ms); then the measured-table points each cell's terms came from, and the KV budget.
 func writeExplain(w io.Writer, es []llmExplain) {
 	ms := func(us float64) string { return strconv.FormatFloat(us/1000, 'f', 3, 64) }
+	gib := func(b int64) string { return strconv.FormatFloat(float64(b)/(1<<30), 'f', 2, 64) + " GiB" }
 	for _, e := range es {
 		link := ""
 		if e.TP > 1 {
@@ -150,13 +157,37 @@ func writeExplain(w io.Writer, es []llmExplain) {
 		fmt.Fprintf(w, "\n%s on %d × %s%s: step time by term (ms)\n", e.Model, e.TP, e.GPU, link)
 		var rows [][]string
 		for _, c := range e.Cells {
-			cell := fmt.Sprintf("prefill %d", c.Tokens)
-			if c.Phase == "decode" {
-				cell = fmt.Sprintf("decode b=%d ctx=%d", c.Batch, c.Context)
-			}
 			t := c.Terms
-			rows = append(rows, []string{cell, ms(t.GEMM), ms(t.Attention), ms(t.AllReduce), ms(t.Elementwise), ms(t.Overhead), ms(c.TotalUs)})
+			rows = append(rows, []string{cellName(c), ms(t.GEMM), ms(t.Attention), ms(t.AllReduce), ms(t.Elementwise), ms(t.Overhead), ms(c.TotalUs)})
 		}
 		run.WriteTable(w, []string{"cell", "gemm", "attention", "allreduce", "elementwise", "overhead", "total"}, rows)
+		fmt.Fprintf(w, "step times: %s\n", e.StepTimes)
+		for _, c := range e.Cells {
+			if len(c.Terms.Sources) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "  %s:\n", cellName(c))
+			for _, term := range []string{"gemm", "attention", "allreduce"} {
+				var pts []string
+				for _, s := range c.Terms.Sources {
+					if p := s.Point.String(); s.Term == term && !slices.Contains(pts, p) {
+						pts = append(pts, p)
+					}
+				}
+				if len(pts) > 0 {
+					fmt.Fprintf(w, "    %-9s ← %s\n", term, strings.Join(pts, "; "))
+				}
+			}
+		}
+		k := e.KV
+		fmt.Fprintf(w, "KV cache per GPU (vLLM's start-up budget): %s × %.2f gpu_memory_utilization − %s weights − %s activation peak (%d batched tokens, %d sequences) − %s workspaces − %s CUDA graphs = %s; ÷ (%d-token blocks × %d B a token) = %d blocks = %d tokens\n",
+			gib(k.GPUBytes), k.Utilization, gib(k.WeightsPerGPU), gib(k.ActivationPeak), k.BatchedTokens, k.MaxSeqs, gib(k.NonTorch), gib(k.CUDAGraphs), gib(k.KVBytes), k.BlockTokens, k.BytesPerTokenPerGPU, k.Blocks, k.Tokens)
 	}
+}
+
+func cellName(c llm.Cell) string {
+	if c.Phase == "decode" {
+		return fmt.Sprintf("decode b=%d ctx=%d", c.Batch, c.Context)
+	}
+	return fmt.Sprintf("prefill %d", c.Tokens)
 }

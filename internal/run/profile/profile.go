@@ -16,6 +16,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/run"
+	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/profiler"
 	"github.com/plan-dev/plan/profiler/gpus"
 	"github.com/plan-dev/plan/profiler/llm"
@@ -90,6 +91,16 @@ type Args struct {
 	// Out is the output file (-o; default "profile.json"; "-" writes the profile to stdout
 	// instead of the summary).
 	Out string
+	// Calibrate is a measured run to fit one LLM profile to (--calibrate RESULT.json: `vllm
+	// bench serve --save-result --save-detailed`'s JSON, or plan load's); the profile is
+	// Profile's entry ProfileModel, or the estimate of LLM on GPUs at TP (calibrate.go).
+	Calibrate string
+	// Profile is the LLM profile file to calibrate (--profile) and ProfileModel its entry
+	// (--model: MODEL, MODEL@GPU or MODEL@NxGPU; "" = its only one).
+	Profile, ProfileModel string
+	// Systems is the system registry whose engine replays the run (nil: the in-tree
+	// systems).
+	Systems *systems.Registry
 }
 
 // profileRun is the parsed, validated form of the options.
@@ -297,6 +308,12 @@ func (r *profileRun) grid() []roofline.Point {
 // Run builds the profile a asks for, writes it to a.Out (validated, atomically) and prints
 // a summary, or with Out "-" writes the profile to stdout.
 func Run(ctx context.Context, a Args, io *run.IO) error {
+	if a.Calibrate != "" {
+		return runCalibrate(a, io)
+	}
+	if err := checkCalibrateFlags(a); err != nil {
+		return err
+	}
 	r, err := parse(a)
 	if err != nil {
 		return err

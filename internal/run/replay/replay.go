@@ -138,6 +138,12 @@ func pickLLM(path string, p *formats.Profile, model string) (int, error) {
 	return 0, run.UsageErrorf("--model %s: %s holds %d such LLMs (%s): name one as MODEL@GPU or MODEL@NxGPU", model, path, len(idx), strings.Join(hits, ", "))
 }
 
+// PickLLM is pickLLM for the other commands that run one engine of a profile file (`plan
+// profile --calibrate --profile FILE --model M`): the same rule, the same errors.
+func PickLLM(path string, p *formats.Profile, model string) (int, error) {
+	return pickLLM(path, p, model)
+}
+
 // replayClasses turns the trace into the one engine's classes: every request replays on it
 // (a target, where given, must name its model), each under its class label (the model's name
 // where it has none), with its own tokens. The copy returned names each request's class, so
@@ -334,6 +340,42 @@ func Run(_ context.Context, a Args, io *run.IO) error {
 	}
 	printEngineReport(io, rep)
 	return nil
+}
+
+// Records replays trace t (named name, for errors) once, as recorded, through one engine of
+// prof under the engine system's own policy (the scheduling `plan simulate --llm` runs by
+// default, vLLM's) and returns every request's record, ordered by request id; a record's
+// TraceRow is its row in t. It is Run without the flags, the report or the files: what `plan
+// profile --calibrate` replays a measured run through for each candidate correction of the
+// profile (LLM engine digest §5: a replay of the real deployment's requests through one
+// instance with its engine settings and profile).
+func Records(reg *systems.Registry, prof formats.LLMProfile, name string, t *formats.Trace) ([]sim.RequestRecord, error) {
+	sys, err := engineSystem(reg)
+	if err != nil {
+		return nil, err
+	}
+	trace, classes, err := replayClasses(name, t, prof.Model)
+	if err != nil {
+		return nil, err
+	}
+	dep, err := sys.Engine.Deploy(prof, classes)
+	if err != nil {
+		return nil, run.UsageErrorf("%s: %v", prof.Model, err)
+	}
+	llm := sim.LLMClassesOf(dep, classes)
+	x, err := sim.NewExactReplay(name, trace, dep, llm)
+	if err != nil {
+		return nil, run.UsageError(err)
+	}
+	cfg := &sim.SweepConfig{
+		Dep: dep, Policies: reg.Policies(), Policy: dataplane.Config{Policy: sys.Engine.Policy}, BaseRPS: x.NativeRPS(),
+		Loads: []float64{1}, Seed: 1, LLM: llm, Replay: x, RecordRequests: true, PlanName: name,
+	}
+	pt, err := sim.RunPoint(cfg, 1)
+	if err != nil {
+		return nil, err
+	}
+	return pt.Requests, nil
 }
 
 // plannerFieldProblems are the problems of LLM entry li for planning (formats.UsePlan): the

@@ -37,6 +37,11 @@ type profileOptions struct {
 	useTRT    bool
 	seed      int64
 	out       string
+	// calibrate, profile and model fit one LLM profile to a measured run (run/profile's
+	// calibrate.go).
+	calibrate string
+	profile   string
+	model     string
 }
 
 func newProfileCmd(app *App) *cobra.Command {
@@ -71,6 +76,19 @@ term when the steps give their context. The log may say which engine ran it (col
 gpu, gpu_count, kv_capacity_tokens; or --llm, --gpu, --gpu-count, --kv-capacity-tokens):
 any model on any GPU count. A model and GPU the analytic model knows get its planner
 fields; any other gets an engine-only profile, for plan simulate --llm.
+--calibrate RESULT.json fits one LLM profile to a run measured on the real server: the JSON
+of vllm bench serve --save-result --save-detailed (or plan load's), with each request's
+input_lens, output_lens, ttfts and itls, and its send time (start_times; without them the
+arrivals are regenerated from request_rate, burstiness and max_concurrency, seeded by
+--seed). The profile is --profile FILE's entry (--model MODEL, MODEL@GPU or MODEL@NxGPU where
+it holds several) or the analytic estimate of --llm MODEL on --gpu GPU at --tp N; its engine
+block is the server's settings (max_model_len, max_num_seqs, max_num_batched_tokens). The
+run's requests are replayed through the engine plan simulate --llm runs, and three factors —
+a prefill scale, a decode scale and a per-step overhead in µs — are fitted to the first half
+of the requests' TTFT and inter-token latency; the second half is held out. The calibrated
+profile (corrected iteration curves, and a calibration block recording the run, the factors
+and the errors) is written with -o; the median errors before and after, on both halves, go
+to stdout.
 The profile is validated and written atomically; a summary table goes to stdout.`,
 		Example: `  plan profile                                   # the demo model
   plan profile --zoo efficientnet-b8 --gpu L4,P4,T4,V100 -o effnet.json
@@ -82,7 +100,9 @@ The profile is validated and written atomically; a summary table goes to stdout.
   plan profile --llm llama-3.1-8b,llama-3.1-70b --gpu H100 --tp 1,2,4,8 --explain
   plan profile --zoo llama-2-70b --gpu A100
   plan profile --llm mistral-7b --gpu A100 --import steps.csv -o llm.json
-  plan profile --import llama3-8b-h100-tp2-steps.csv -o engine.json   # model, gpu, gpu_count, kv_capacity_tokens columns`,
+  plan profile --import llama3-8b-h100-tp2-steps.csv -o engine.json   # model, gpu, gpu_count, kv_capacity_tokens columns
+  plan profile --calibrate vllm-bench.json --llm llama-3.1-8b --gpu H100 --tp 1 -o calibrated.json
+  plan profile --calibrate vllm-bench.json --profile llm.json --model llama-3.1-8b@H100 -o calibrated.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ch := cmd.Flags().Changed
@@ -91,7 +111,8 @@ The profile is validated and written atomically; a summary table goes to stdout.
 				TRTProfile: o.trtProfile, TRTLayers: o.trtLayers, LLM: o.llm, TP: o.tp, TPSet: ch("tp"), Link: o.link,
 				LinkSet: ch("link"), Explain: o.explain, Import: o.steps, GPUCount: o.gpuCount, GPUCountSet: ch("gpu-count"),
 				KVCapacityTokens: o.kvTokens, KVCapacityTokensSet: ch("kv-capacity-tokens"), Precision: o.precision,
-				TRT: o.useTRT, Seed: o.seed, Out: o.out}
+				TRT: o.useTRT, Seed: o.seed, Out: o.out, Calibrate: o.calibrate, Profile: o.profile, ProfileModel: o.model,
+				Systems: app.Systems}
 			if len(args) == 1 {
 				a.Model = args[0]
 			}
@@ -119,7 +140,10 @@ The profile is validated and written atomically; a summary table goes to stdout.
 	f.Int64Var(&o.kvTokens, "kv-capacity-tokens", 0, "with --import: the engine's KV capacity in tokens (vLLM's GPU blocks × block size; default: the log's kv_capacity_tokens, else the analytic estimate of a known model)")
 	f.BoolVar(&o.useTRT, "trt", false, "onnx backend on cuda:N: put ONNX Runtime's TensorRT execution provider in front of CUDA")
 	f.StringVar(&o.precision, "precision", "", "roofline arithmetic: fp32, tf32 or fp16 (default: TF32 where the GPU has it, else FP32, as PPipe's TensorRT builds; only the default is calibrated)")
-	f.Int64Var(&o.seed, "seed", profiler.DemoSeed, "seed for the roofline tie-breaking noise and measured input data")
+	f.StringVar(&o.calibrate, "calibrate", "", "fit one LLM profile (--profile FILE [--model M], or --llm MODEL --gpu GPU [--tp N]) to a measured run: vllm bench serve --save-result --save-detailed JSON")
+	f.StringVar(&o.profile, "profile", "", "with --calibrate: the LLM profile file to calibrate")
+	f.StringVar(&o.model, "model", "", "with --calibrate --profile: its LLM entry, MODEL, MODEL@GPU or MODEL@NxGPU (default: its only one)")
+	f.Int64Var(&o.seed, "seed", profiler.DemoSeed, "seed for the roofline tie-breaking noise and measured input data (with --calibrate: for arrivals regenerated from request_rate)")
 	f.StringVarP(&o.out, "out", "o", "profile.json", "output file (- writes the profile to stdout instead of the summary)")
 	return cmd
 }

@@ -45,21 +45,28 @@ func TestProfileLLMListTPExplain(t *testing.T) {
 			Model string `json:"model"`
 			TP    int    `json:"tp"`
 			Cells []struct {
-				Phase   string             `json:"phase"`
-				Terms   map[string]float64 `json:"terms"`
-				TotalUs float64            `json:"total_us"`
+				Phase   string                     `json:"phase"`
+				Terms   map[string]json.RawMessage `json:"terms"`
+				TotalUs float64                    `json:"total_us"`
 			} `json:"cells"`
 		} `json:"explain"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatalf("json: %v\n%s", err, stdout)
 	}
-	if len(doc.Explain) != 1 || len(doc.Explain[0].Cells) != 7 {
+	if len(doc.Explain) != 1 || len(doc.Explain[0].Cells) != 7 || !strings.Contains(stdout, `"step_times": "measured: h100_sxm`) || !strings.Contains(stdout, `"kv_memory"`) {
 		t.Fatalf("json explain %+v", doc.Explain)
 	}
 	for _, c := range doc.Explain[0].Cells {
 		sum := 0.0
-		for _, v := range c.Terms {
+		for k, raw := range c.Terms {
+			if k == "sources" { // the measured-table points the terms came from
+				continue
+			}
+			var v float64
+			if err := json.Unmarshal(raw, &v); err != nil {
+				t.Fatalf("term %s: %s", k, raw)
+			}
 			sum += v
 		}
 		if c.TotalUs <= 0 || sum-c.TotalUs > 1e-6*c.TotalUs || c.TotalUs-sum > 1e-6*c.TotalUs {

@@ -1,0 +1,412 @@
+package calibrate
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/quantile"
+)
+
+// Factors are the three corrections of an LLM profile's iteration curves (LLM engine digest
+// §2.4: a step's time is the prefill curve at its tokens when it computes prompt tokens, else
+// the decode curve, plus the per-context-token term): every prefill point times
+// PrefillScale, every decode point and the per-context-token term times DecodeScale, then
+// StepOverheadUs added to every point of both curves.
+type Factors struct {
+	PrefillScale   float64
+	DecodeScale    float64
+	StepOverheadUs float64
+}
+
+// Identity leaves a profile as it is.
+var Identity = Factors{PrefillScale: 1, DecodeScale: 1}
+
+// Apply is p with its iteration curves corrected by f (a copy: p is unchanged). The planner's
+// scalar times follow the curves (prefill_base_us and prefill_us_per_token by the prefill
+// scale, decode_us_per_token by the decode scale, both plus the overhead, and the saturated
+// throughput by the inverse of the decode step's change), so `plan solve` plans on the same
+// engine `plan simulate` runs. A correction that leaves a point not > 0 is an error.
+func Apply(p formats.LLMProfile, f Factors) (formats.LLMProfile, error) {
+	it := p.Iteration
+	if it == nil || len(it.Prefill) == 0 || len(it.Decode) == 0 {
+		return p, fmt.Errorf("%s on %s: the profile has no iteration curves (iteration.prefill and iteration.decode) to correct", p.Model, p.GPU)
+	}
+	cp := *it
+	cp.Prefill = scaled(it.Prefill, f.PrefillScale, f.StepOverheadUs)
+	cp.Decode = scaled(it.Decode, f.DecodeScale, f.StepOverheadUs)
+	cp.DecodeUsPerContextToken = it.DecodeUsPerContextToken * f.DecodeScale
+	for _, c := range []struct {
+		name string
+		pts  []formats.PWLPoint
+	}{{"prefill", cp.Prefill}, {"decode", cp.Decode}} {
+		for i, pt := range c.pts {
+			if !(pt.Us > 0) || math.IsInf(pt.Us, 0) {
+				return p, fmt.Errorf("iteration.%s[%d].us: %g: the correction (%s) leaves a step time that is not > 0", c.name, i, pt.Us, f)
+			}
+		}
+	}
+	out := p
+	out.Iteration = &cp
+	if p.PrefillUsPerToken > 0 {
+		out.PrefillBaseUs = round(max(p.PrefillBaseUs*f.PrefillScale+f.StepOverheadUs, 0))
+		out.PrefillUsPerToken = round(p.PrefillUsPerToken * f.PrefillScale)
+	}
+	if d := p.DecodeUsPerToken; d > 0 {
+		out.DecodeUsPerToken = round(max(d*f.DecodeScale+f.StepOverheadUs, d*f.DecodeScale/2))
+		if p.ThroughputTokensPerS > 0 {
+			out.ThroughputTokensPerS = round(p.ThroughputTokensPerS * d / out.DecodeUsPerToken)
+		}
+	}
+	return out, nil
+}
+
+func (f Factors) String() string {
+	return fmt.Sprintf("prefill ×%.3f, decode ×%.3f, %+.1f µs per step", f.PrefillScale, f.DecodeScale, f.StepOverheadUs)
+}
+
+func scaled(pts []formats.PWLPoint, k, add float64) []formats.PWLPoint {
+	out := make([]formats.PWLPoint, len(pts))
+	for i, pt := range pts {
+		out[i] = formats.PWLPoint{Tokens: pt.Tokens, Us: round(pt.Us*k + add)}
+	}
+	return out
+}
+
+// round keeps a time to the ns, as the analytic profiles write theirs.
+func round(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// Timing is one request's replayed times after its arrival, in seconds; Done is false when
+// the engine did not finish it (refused, or cut off).
+type Timing struct {
+	TTFT, E2E float64
+	Done      bool
+}
+
+// Simulator replays reqs (their arrivals, prompt and output tokens) once through one engine
+// of p and returns each request's times, parallel to reqs. The caller's engine is the
+// repository's (internal/run/replay.Records): this layer may not import it.
+type Simulator func(p formats.LLMProfile, reqs []Request) ([]Timing, error)
+
+// Options tune Fit.
+type Options struct {
+	// MaxReplays bounds the search's replays (0: DefaultMaxReplays).
+	MaxReplays int
+	// Progress, when set, is told after each replay how many have run.
+	Progress func(replays int)
+}
+
+// DefaultMaxReplays bounds a fit's replays: the search converges in about 210 on the
+// synthetic round trip (TestRoundTrip).
+const DefaultMaxReplays = 400
+
+func (o Options) maxReplays() int {
+	if o.MaxReplays <= 0 {
+		return DefaultMaxReplays
+	}
+	return o.MaxReplays
+}
+
+// Result is a fit: the factors, the calibrated profile (corrected curves, Calibration
+// filled) and the search's facts.
+type Result struct {
+	Factors Factors
+	Profile formats.LLMProfile
+	// Replays is how many replays the search ran.
+	Replays int
+	// AtBound names the factors that ended at an end of their range: the profile is far
+	// from the run (another GPU, tensor-parallel degree or engine setting?) or the three
+	// factors cannot express the difference.
+	AtBound []string
+	// Unfinished is how many requests the calibrated replay did not finish.
+	Unfinished int
+}
+
+// minFit is the fewest successful requests Fit takes: one fitted, one held out.
+const minFit = 2
+
+// Fit corrects p's iteration curves to the measured run b: it replays all of b's requests
+// (sim) for each candidate Factors — the later ones load the engine while the earlier ones
+// run, as they did — and minimises, over the first half of the requests (by index, a
+// deterministic split), the squared log-ratio of replayed to measured TTFT and mean
+// inter-token latency (TPOT), group by group (objective): relative errors, so short and long
+// requests weigh alike. The second half is held out: its errors, before and after, say
+// whether the correction carries over to requests it was not fitted on. The search is
+// deterministic (search.go): the scales in [MinCalibrationScale, MaxCalibrationScale],
+// searched in log space, the overhead in [−half the smallest scaled point,
+// MaxCalibrationOverheadUs]. A profile calibrated before is corrected again on top of its
+// curves.
+func Fit(p formats.LLMProfile, b *Bench, sim Simulator, opt Options) (*Result, error) {
+	if len(b.Requests) < minFit {
+		return nil, fmt.Errorf("%s: %d successful request(s): calibration needs at least %d (half fitted, half held out)", b.Name, len(b.Requests), minFit)
+	}
+	if _, err := Apply(p, Identity); err != nil {
+		return nil, err
+	}
+	nFit := len(b.Requests) / 2
+	s := &search{p: p, b: b, sim: sim, nFit: nFit, cache: map[Factors]*evaluation{}, progress: opt.Progress}
+	s.minPrefill, s.minDecode = minUs(p.Iteration.Prefill), minUs(p.Iteration.Decode)
+	s.obj = newObjective(b.Requests[:nFit])
+	before, err := s.eval(Identity)
+	if err != nil {
+		return nil, err
+	}
+	best, err := s.minimise(opt.maxReplays())
+	if err != nil {
+		return nil, err
+	}
+	// The record holds the factors rounded; the curves and the errors after are the rounded
+	// factors'.
+	best = Factors{round6(best.PrefillScale), round6(best.DecodeScale), round(best.StepOverheadUs)}
+	after, err := s.eval(best)
+	if err != nil {
+		return nil, err
+	}
+	prof, err := Apply(p, best)
+	if err != nil {
+		return nil, err
+	}
+	rec := &formats.LLMCalibration{
+		Source: filepath.Base(b.Name), Format: Format, Requests: len(b.Requests), FitRequests: nFit,
+		PrefillScale: best.PrefillScale, DecodeScale: best.DecodeScale, StepOverheadUs: best.StepOverheadUs,
+		Fit:     formats.LLMCalibrationErrors{Before: errorsOf(b.Requests[:nFit], before.t[:nFit]), After: errorsOf(b.Requests[:nFit], after.t[:nFit])},
+		HeldOut: formats.LLMCalibrationErrors{Before: errorsOf(b.Requests[nFit:], before.t[nFit:]), After: errorsOf(b.Requests[nFit:], after.t[nFit:])},
+	}
+	prof.Calibration = rec
+	res := &Result{Factors: best, Profile: prof, Replays: s.replays}
+	for _, c := range []struct {
+		name   string
+		v, end float64
+	}{
+		{"prefill scale", best.PrefillScale, formats.MinCalibrationScale}, {"prefill scale", best.PrefillScale, formats.MaxCalibrationScale},
+		{"decode scale", best.DecodeScale, formats.MinCalibrationScale}, {"decode scale", best.DecodeScale, formats.MaxCalibrationScale},
+		{"step overhead", best.StepOverheadUs, formats.MaxCalibrationOverheadUs},
+	} {
+		if math.Abs(c.v-c.end) <= 1e-3*math.Abs(c.end) {
+			res.AtBound = append(res.AtBound, fmt.Sprintf("%s %g", c.name, c.v))
+		}
+	}
+	for _, t := range after.t {
+		if !t.Done {
+			res.Unfinished++
+		}
+	}
+	return res, nil
+}
+
+func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
+
+func minUs(pts []formats.PWLPoint) float64 {
+	m := math.Inf(1)
+	for _, pt := range pts {
+		m = min(m, pt.Us)
+	}
+	return m
+}
+
+// search holds the fit's replays, each Factors replayed once.
+type search struct {
+	p                     formats.LLMProfile
+	b                     *Bench
+	sim                   Simulator
+	nFit                  int
+	minPrefill, minDecode float64
+	obj                   *objective
+	// cScale is the search space's unit of overhead (search.go).
+	cScale   float64
+	cache    map[Factors]*evaluation
+	replays  int
+	progress func(int)
+	// err is the first replay error: the search stops on it.
+	err error
+}
+
+type evaluation struct {
+	t    []Timing
+	loss float64
+}
+
+// overheadRange is the overhead's range at f's scales: down to minus half the smallest scaled
+// point (so every corrected point stays > 0), up to MaxCalibrationOverheadUs.
+func (s *search) overheadRange(f Factors) (lo, hi float64) {
+	lo = -0.5 * min(f.PrefillScale*s.minPrefill, f.DecodeScale*s.minDecode)
+	return max(lo, -formats.MaxCalibrationOverheadUs), formats.MaxCalibrationOverheadUs
+}
+
+// feasible is f with its overhead moved into its range at f's scales.
+func (s *search) feasible(f Factors) Factors {
+	lo, hi := s.overheadRange(f)
+	f.StepOverheadUs = min(max(f.StepOverheadUs, lo), hi)
+	return f
+}
+
+// loss is f's fit loss (+Inf once a replay failed).
+func (s *search) loss(f Factors) float64 {
+	e, err := s.eval(f)
+	if err != nil {
+		if s.err == nil {
+			s.err = err
+		}
+		return math.Inf(1)
+	}
+	return e.loss
+}
+
+// eval replays the run under f (once per f) and scores the fitted half.
+func (s *search) eval(f Factors) (*evaluation, error) {
+	if e, ok := s.cache[f]; ok {
+		return e, nil
+	}
+	prof, err := Apply(s.p, f)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.sim(prof, s.b.Requests)
+	if err != nil {
+		return nil, err
+	}
+	if len(t) != len(s.b.Requests) {
+		return nil, fmt.Errorf("calibrate: the replay returned %d timings for %d requests", len(t), len(s.b.Requests))
+	}
+	s.replays++
+	if s.progress != nil {
+		s.progress(s.replays)
+	}
+	e := &evaluation{t: t, loss: s.obj.loss(t[:s.nFit])}
+	s.cache[f] = e
+	return e, nil
+}
+
+// unfinishedLoss is the loss a request the replay did not finish adds: as a tenfold error
+// of both its times.
+var unfinishedLoss = 2 * math.Pow(math.Log(10), 2)
+
+// objective scores a replay of the fitted requests: the mean squared log-ratio of replayed to
+// measured mean TTFT over groups of requests of like prompt length, plus that of mean TPOT
+// over groups of requests sent at like times. Means over groups, not requests one by one: a
+// replay whose steps fall a little earlier or later batches requests differently, which moves
+// each request's TTFT by up to a step either way (LLM engine digest §2.5) and makes a
+// per-request loss jump at the finest changes of the factors; a group's mean keeps the
+// systematic error — the one the factors correct — and averages the phase out. Grouping TTFT
+// by prompt length keeps the slope of prefill time over tokens, which tells the prefill scale
+// from the per-step overhead; grouping TPOT by send time keeps the load's swings.
+type objective struct {
+	reqs       []Request
+	ttft, tpot [][]int
+}
+
+// maxGroups bounds each grouping; a group holds at least minGroup requests.
+const (
+	maxGroups = 12
+	minGroup  = 8
+)
+
+func newObjective(reqs []Request) *objective {
+	o := &objective{reqs: reqs}
+	var byLen, byTime []int
+	for i := range reqs {
+		byLen = append(byLen, i)
+		if m, ok := reqs[i].TPOT(); ok && m > 0 {
+			byTime = append(byTime, i)
+		}
+	}
+	slices.SortStableFunc(byLen, func(a, b int) int { return reqs[a].PromptTokens - reqs[b].PromptTokens })
+	slices.SortStableFunc(byTime, func(a, b int) int { return cmpFloat(reqs[a].Arrival, reqs[b].Arrival) })
+	o.ttft, o.tpot = groups(byLen), groups(byTime)
+	return o
+}
+
+// groups splits idx, in order, into min(maxGroups, len/minGroup) groups (at least one) of
+// near-equal size.
+func groups(idx []int) [][]int {
+	if len(idx) == 0 {
+		return nil
+	}
+	k := min(maxGroups, max(len(idx)/minGroup, 1))
+	out := make([][]int, k)
+	for g := range out {
+		out[g] = idx[g*len(idx)/k : (g+1)*len(idx)/k]
+	}
+	return out
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// loss is the objective of a replay t of o.reqs (parallel).
+func (o *objective) loss(t []Timing) float64 {
+	var unfinished int
+	for i := range o.reqs {
+		if !t[i].Done {
+			unfinished++
+		}
+	}
+	l := unfinishedLoss * float64(unfinished) / float64(max(len(o.reqs), 1))
+	for _, g := range []struct {
+		groups [][]int
+		sim    func(i int) float64
+		meas   func(i int) float64
+	}{
+		{o.ttft, func(i int) float64 { return t[i].TTFT }, func(i int) float64 { return o.reqs[i].TTFT }},
+		{o.tpot, func(i int) float64 { return (t[i].E2E - t[i].TTFT) / float64(o.reqs[i].OutputTokens-1) },
+			func(i int) float64 { m, _ := o.reqs[i].TPOT(); return m }},
+	} {
+		var sum float64
+		var n int
+		for _, grp := range g.groups {
+			var sim, meas float64
+			for _, i := range grp {
+				if t[i].Done {
+					sim += g.sim(i)
+					meas += g.meas(i)
+				}
+			}
+			if meas > 0 {
+				sum += sq(logRatio(sim, meas))
+				n++
+			}
+		}
+		if n > 0 {
+			l += sum / float64(n)
+		}
+	}
+	return l
+}
+
+func sq(x float64) float64 { return x * x }
+
+// logRatio is ln(sim/meas), both floored at a µs (an engine's clock tick).
+func logRatio(sim, meas float64) float64 { return math.Log(max(sim, 1e-6) / max(meas, 1e-6)) }
+
+// errorsOf are the median absolute percentage errors of reqs' replayed TTFT, TPOT and E2E
+// (requests the replay did not finish count as 100% off).
+func errorsOf(reqs []Request, t []Timing) formats.LLMReplayError {
+	var ttft, itl, e2e []float64
+	ape := func(sim, meas float64) float64 { return 100 * math.Abs(sim-meas) / meas }
+	for i := range reqs {
+		r := &reqs[i]
+		if !t[i].Done {
+			ttft, e2e = append(ttft, 100), append(e2e, 100)
+			if r.OutputTokens > 1 {
+				itl = append(itl, 100)
+			}
+			continue
+		}
+		ttft = append(ttft, ape(t[i].TTFT, r.TTFT))
+		e2e = append(e2e, ape(t[i].E2E, r.E2E))
+		if m, ok := r.TPOT(); ok && m > 0 {
+			itl = append(itl, ape((t[i].E2E-t[i].TTFT)/float64(r.OutputTokens-1), m))
+		}
+	}
+	med := func(xs []float64) float64 { return math.Round(quantile.Of(xs, 50)*100) / 100 }
+	return formats.LLMReplayError{TTFTPct: med(ttft), ITLPct: med(itl), E2EPct: med(e2e)}
+}

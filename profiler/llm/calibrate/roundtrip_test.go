@@ -1,0 +1,120 @@
+package calibrate_test
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/plan-dev/plan/formats"
+	runprofile "github.com/plan-dev/plan/internal/run/profile"
+	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/profiler/llm"
+	"github.com/plan-dev/plan/profiler/llm/calibrate"
+)
+
+// synthRun replays n Poisson arrivals at rate (requests/s, random prompt and output lengths,
+// fixed seed) through one engine of truth and writes what `vllm bench serve --save-result
+// --save-detailed` would record of them: each request's lengths, TTFT, inter-token gaps and
+// send time. withStarts false leaves start_times out (vLLM's files before they existed).
+func synthRun(t *testing.T, truth formats.LLMProfile, n int, rate float64, withStarts bool) []byte {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(7, 11))
+	reqs := make([]calibrate.Request, n)
+	var at float64
+	for i := range reqs {
+		at += rng.ExpFloat64() / rate
+		reqs[i] = calibrate.Request{Index: i, Arrival: at, PromptTokens: 64 + rng.IntN(1985), OutputTokens: 8 + rng.IntN(249)}
+	}
+	tim, err := runprofile.Simulator(systems.Default(), "synthetic")(truth, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := map[string]any{
+		"backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B-Instruct", "request_rate": rate, "burstiness": 1.0,
+		"max_concurrency": nil, "completed": n,
+	}
+	in, out, ttfts, starts := make([]int, n), make([]int, n), make([]float64, n), make([]float64, n)
+	itls, errs := make([][]float64, n), make([]string, n)
+	for i, r := range reqs {
+		if !tim[i].Done {
+			t.Fatalf("request %d: the engine did not finish it", i)
+		}
+		in[i], out[i], ttfts[i], starts[i] = r.PromptTokens, r.OutputTokens, tim[i].TTFT, 1000+r.Arrival
+		gap := (tim[i].E2E - tim[i].TTFT) / float64(r.OutputTokens-1)
+		itls[i] = make([]float64, r.OutputTokens-1)
+		for j := range itls[i] {
+			itls[i][j] = gap
+		}
+	}
+	doc["input_lens"], doc["output_lens"], doc["ttfts"], doc["itls"], doc["errors"] = in, out, ttfts, itls, errs
+	if withStarts {
+		doc["start_times"] = starts
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestRoundTrip: a run measured on an engine whose prefill is 1.3× and decode 0.8× the
+// analytic profile's is fitted back from the analytic profile — the factors within 10% of the
+// truth, the held-out requests' errors falling — with the file's send times, and with arrivals
+// regenerated from request_rate when it has none (then only within 20%: the draws differ from
+// the run's, and so does every request's queueing).
+func TestRoundTrip(t *testing.T) {
+	base, err := llm.EstimateOn("llama-3.1-8b", "H100", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := calibrate.Factors{PrefillScale: 1.3, DecodeScale: 0.8}
+	truth, err := calibrate.Apply(*base, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name       string
+		withStarts bool
+		// tol bounds the factors' relative error; ttftFalls asks the held-out TTFT error to
+		// fall too (regenerated arrivals queue requests differently from the run, so a
+		// request's TTFT is not the measured one's even with the true curves).
+		tol       float64
+		ttftFalls bool
+	}{
+		{"start_times", true, 0.10, true},
+		{"regenerated arrivals", false, 0.20, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data := synthRun(t, truth, 300, 6, c.withStarts)
+			name := filepath.Join(t.TempDir(), "bench.json")
+			b, err := calibrate.ReadBenchResult(name, data, calibrate.ReadOptions{MaxModelLen: 131072, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := calibrate.Fit(*base, b, runprofile.Simulator(systems.Default(), name), calibrate.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := res.Profile.Calibration
+			t.Logf("factors %v after %d replays; fit %+v; held out %+v", res.Factors, res.Replays, rec.Fit, rec.HeldOut)
+			for _, f := range []struct {
+				name      string
+				got, want float64
+			}{{"prefill scale", res.Factors.PrefillScale, want.PrefillScale}, {"decode scale", res.Factors.DecodeScale, want.DecodeScale}} {
+				if math.Abs(f.got/f.want-1) > c.tol {
+					t.Errorf("%s %.4f, want %.2f ± %.0f%%", f.name, f.got, f.want, 100*c.tol)
+				}
+			}
+			h := rec.HeldOut
+			if !((h.After.TTFTPct < h.Before.TTFTPct || !c.ttftFalls) && h.After.ITLPct < h.Before.ITLPct && h.After.E2EPct < h.Before.E2EPct) {
+				t.Errorf("held-out errors did not fall: before %+v, after %+v", h.Before, h.After)
+			}
+			if errs := (&formats.Profile{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindProfile},
+				Metadata: formats.Metadata{Name: "t"}, LLMs: []formats.LLMProfile{res.Profile}}).Validate(); len(errs) > 0 {
+				t.Errorf("calibrated profile: %v", errs)
+			}
+		})
+	}
+}
