@@ -31,7 +31,7 @@ const ProductLabel = "nvidia.com/gpu.product"
 
 // gpuProducts maps our GPU names to the NVML product names of the variant the spec table
 // describes (profiler/gpus: P4, T4, L4, A10, L40S PCIe cards; V100 SXM2 16 GB; A100 SXM4 80 GB;
-// H100 SXM5 80 GB HBM3; H200 SXM 141 GB), as NVML reports them (nvidia-smi "Product Name";
+// H100 SXM5 80 GB HBM3; H200 SXM 141 GB; B200 180 GB), as NVML reports them (nvidia-smi "Product Name";
 // e.g. NVIDIA/mig-parted#120 shows "NVIDIA H200").
 var gpuProducts = map[string]string{
 	"P4":   "Tesla P4",
@@ -43,6 +43,7 @@ var gpuProducts = map[string]string{
 	"A100": "NVIDIA A100-SXM4-80GB",
 	"H100": "NVIDIA H100 80GB HBM3",
 	"H200": "NVIDIA H200",
+	"B200": "NVIDIA B200",
 	// GPU types of the bundled profiles beyond the spec table: PARD's testbed GPU and
 	// DyOrc's. Ray's rule gives "G" for the GeForce name (the letter after the prefix):
 	// that is the accelerator type Ray itself labels such nodes with.

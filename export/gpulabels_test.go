@@ -20,6 +20,7 @@ func TestGPULabels(t *testing.T) {
 		{"A100", "NVIDIA-A100-SXM4-80GB", "A100"},
 		{"H100", "NVIDIA-H100-80GB-HBM3", "H100"},
 		{"H200", "NVIDIA-H200", "H200"},
+		{"B200", "NVIDIA-B200", "B200"},
 		{"A800", "NVIDIA-A800-SXM4-80GB", "A800"},
 		{"2080Ti", "NVIDIA-GeForce-RTX-2080-Ti", "G"},
 	}

@@ -469,8 +469,9 @@ func ReplayWorkload(rows []row, w Workload, profs []formats.LLMProfile, speedup,
 }
 
 // rooflineProfiles estimates every (model, instance GPU label) pair of w with profiler/llm
-// (the roofline backend, iteration model included). A label "NxGPU" is a tensor-parallel
-// node of N GPUs: it hosts the models whose estimate needs exactly N such GPUs, a plain
+// (the analytic backend, iteration model included). A label "NxGPU" is a tensor-parallel
+// node of N GPUs: it hosts, at degree N, the models that do not fit one such GPU but fit N
+// (QLM §7 serves Llama-70B on 4 A100s, though vLLM's budget would start it on 2), a plain
 // "GPU" those that fit one; other pairs get no profile, so that instance cannot host that
 // model.
 func rooflineProfiles(w Workload) ([]formats.LLMProfile, error) {
@@ -489,8 +490,13 @@ func rooflineProfiles(w Workload) ([]formats.LLMProfile, error) {
 		}
 		for _, m := range w.Models {
 			p, err := llm.Estimate(m, base)
-			if err != nil || p.GPUCount != n {
-				continue // does not fit, or needs another tensor-parallel degree
+			if err != nil || (n == 1) != (p.GPUCount == 1) || p.GPUCount > n {
+				continue // does not fit, or belongs on another node
+			}
+			if p.GPUCount != n {
+				if p, err = llm.EstimateOn(m, base, n); err != nil {
+					continue
+				}
 			}
 			p.GPU = in.GPU
 			out = append(out, *p)

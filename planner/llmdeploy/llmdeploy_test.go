@@ -128,14 +128,14 @@ func TestEnumerate(t *testing.T) {
 			got[k] = append(got[k], r.TP)
 		}
 	}
-	// L40S VMs hold one GPU: TP 1 only, where the 70B's weights do not fit; the 70B needs 4
-	// H100s (141 GB of weights).
-	want := map[string][]int{"llama-3.1-8b@H100": {1, 2, 4, 8}, "llama-3.1-8b@L40S": {1}, "llama-3.1-70b@H100": {4, 8}}
+	// L40S VMs hold one GPU: TP 1 only, where the 70B's weights do not fit; the 70B needs 2
+	// H100s (141 GB of weights, 27k KV tokens left in vLLM's budget).
+	want := map[string][]int{"llama-3.1-8b@H100": {1, 2, 4, 8}, "llama-3.1-8b@L40S": {1}, "llama-3.1-70b@H100": {2, 4, 8}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("candidates %v, want %v", got, want)
 	}
-	if len(cands) != 7*6 {
-		t.Errorf("%d candidates, want 7 (model, GPU, TP) × 6 engine settings", len(cands))
+	if len(cands) != 8*6 {
+		t.Errorf("%d candidates, want 8 (model, GPU, TP) × 6 engine settings", len(cands))
 	}
 }
 

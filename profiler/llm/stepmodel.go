@@ -172,13 +172,25 @@ func (d Deployment) allReduceUs(b *Breakdown, tokens int) float64 {
 	}
 	elems := float64(tokens * d.Model.Hidden)
 	if d.tab != nil {
-		if us, p, err := d.tab.AllReduceUs(tokens <= cudaGraphMaxTokens, d.TP, elems); err == nil {
+		var us float64
+		var p kerneltab.Point
+		var err error
+		if customAllReduceSizes[d.TP] {
+			us, p, err = d.tab.AllReduceUs(tokens <= cudaGraphMaxTokens, d.TP, elems)
+		} else {
+			us, p, err = d.tab.NCCLUs("all_reduce", d.TP, elems)
+		}
+		if err == nil {
 			b.Sources = append(b.Sources, Source{Term: "allreduce", Point: p})
 			return us
 		}
 	}
 	return d.k.AllReduceUs(2*elems, d.TP, d.Link)
 }
+
+// customAllReduceSizes are the tensor-parallel degrees vLLM's custom all-reduce runs on
+// (its supported world sizes); other degrees all-reduce through NCCL.
+var customAllReduceSizes = map[int]bool{2: true, 4: true, 6: true, 8: true}
 
 // logitsGatherUs gathers the vocabulary-parallel logits of rows tokens across the GPUs
 // (vLLM's LogitsProcessor all-gathers them on CUDA): NCCL's all_gather of rows × vocab

@@ -101,8 +101,8 @@ The profile is validated and written atomically; a summary table goes to stdout.
   plan profile --zoo llama-2-70b --gpu A100
   plan profile --llm mistral-7b --gpu A100 --import steps.csv -o llm.json
   plan profile --import llama3-8b-h100-tp2-steps.csv -o engine.json   # model, gpu, gpu_count, kv_capacity_tokens columns
-  plan profile --calibrate vllm-bench.json --llm llama-3.1-8b --gpu H100 --tp 1 -o calibrated.json
-  plan profile --calibrate vllm-bench.json --profile llm.json --model llama-3.1-8b@H100 -o calibrated.json`,
+  plan profile --calibrate profiler/llm/calibrate/testdata/vllm-detailed.json --llm llama-3.1-8b --gpu H100 --tp 1 -o calibrated.json
+  plan profile --llm llama-3.1-8b --gpu H100,A100 -o llm.json && plan profile --calibrate profiler/llm/calibrate/testdata/vllm-detailed.json --profile llm.json --model llama-3.1-8b@H100 -o calibrated.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ch := cmd.Flags().Changed
