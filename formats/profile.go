@@ -181,6 +181,10 @@ type LLMEngine struct {
 	// (the request's priority, lower first, then arrival). QLM's own policies order their
 	// queues themselves; the vLLM baseline follows it.
 	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
+	// KVCacheDtype is vLLM's --kv-cache-dtype: "auto" ("" = auto: the model's dtype, BF16
+	// here) or an FP8 format (fp8, fp8_e4m3, fp8_e5m2), which halves a token's KV bytes —
+	// twice the KV capacity — and reads the measured FP8-cache attention kernels.
+	KVCacheDtype string `json:"kv_cache_dtype,omitempty"`
 	// EnablePrefixCaching turns automatic prefix caching on or off (llm-engine-2 §2; nil =
 	// on, vLLM V1's default: the engine keeps freed full blocks hashed and a later prompt
 	// starting with the same tokens skips their prefill). PrefixCaching reads it.
@@ -288,6 +292,15 @@ func DefaultWatermark(alloc string) float64 {
 		return 0.01
 	}
 	return 0
+}
+
+// KVCacheDtypes are the values LLMEngine.KVCacheDtype may take (vLLM's --kv-cache-dtype
+// choices for CUDA).
+var KVCacheDtypes = []string{"auto", "fp8", "fp8_e4m3", "fp8_e5m2"}
+
+// KVFP8 reports whether the KV cache is stored in FP8 (one byte an element).
+func (e *LLMEngine) KVFP8() bool {
+	return e != nil && strings.HasPrefix(e.KVCacheDtype, "fp8")
 }
 
 // SchedulingPolicies are the values LLMEngine.SchedulingPolicy may take.

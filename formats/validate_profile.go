@@ -404,6 +404,9 @@ func (e *LLMEngine) validate(v *validator, p string, l *LLMProfile) {
 	if e.SchedulingPolicy != "" {
 		oneOf(v, field(p, "scheduling_policy"), e.SchedulingPolicy, SchedulingPolicies)
 	}
+	if e.KVCacheDtype != "" {
+		oneOf(v, field(p, "kv_cache_dtype"), e.KVCacheDtype, KVCacheDtypes)
+	}
 	if d := e.OutputDelaySteps; d != nil && (*d < 0 || *d > MaxOutputDelaySteps) {
 		v.add(field(p, "output_delay_steps"), *d, "must be in [0, %d]", MaxOutputDelaySteps)
 	}

@@ -150,6 +150,8 @@ type Engine struct {
 	MaxNumPartialPrefills int   `json:"max_num_partial_prefills,omitempty"`
 	// SchedulingPolicy is written when the profile sets it (vLLM's default: fcfs).
 	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
+	// KVCacheDtype is written when the profile sets it (vLLM's default: auto).
+	KVCacheDtype string `json:"kv_cache_dtype,omitempty"`
 	// EnablePrefixCaching is written when the profile states it, and false on a decode
 	// instance, whose sequences arrive with their prompts computed (the simulator turns it
 	// off there); unset, vLLM V1's default holds: on, as in the simulator.
@@ -449,6 +451,7 @@ func engineSettings(e *Engine, p *formats.LLMProfile, swap int64) int64 {
 	}
 	e.MaxNumPartialPrefills = g.MaxNumPartialPrefills
 	e.SchedulingPolicy = g.SchedulingPolicy
+	e.KVCacheDtype = g.KVCacheDtype
 	e.EnablePrefixCaching = g.EnablePrefixCaching
 	if g.SwapSpace > 0 {
 		swap = int64(g.SwapSpace * gib * float64(max(p.GPUCount, 1)))

@@ -469,6 +469,8 @@ func TestEngineSettingsExported(t *testing.T) {
 		{"H100 defaults", "H100", nil, []string{"--max-num-seqs=1024", "--max-model-len=3072", "--max-num-batched-tokens=8192", "--block-size=16"}},
 		{"settings", "A100", &formats.LLMEngine{MaxNumBatchedTokens: 512, MaxNumSeqs: 512, BlockSize: 32, MaxModelLen: 8192, MaxNumPartialPrefills: 2, SwapSpace: 4, SchedulingPolicy: "priority"},
 			[]string{"--max-num-seqs=512", "--max-model-len=8192", "--max-num-batched-tokens=512", "--block-size=32", "--swap-space=4", "--max-num-partial-prefills=2", "--scheduling-policy=priority"}},
+		{"fp8 KV cache", "H100", &formats.LLMEngine{KVCacheDtype: "fp8"},
+			[]string{"--max-num-seqs=1024", "--max-model-len=3072", "--max-num-batched-tokens=8192", "--block-size=16", "--kv-cache-dtype=fp8"}},
 		{"chunked off", "A100", &formats.LLMEngine{MaxNumBatchedTokens: 1024, EnableChunkedPrefill: &off},
 			[]string{"--max-num-seqs=256", "--max-model-len=1024", "--max-num-batched-tokens=1024", "--block-size=16", "--no-enable-chunked-prefill"}},
 	} {

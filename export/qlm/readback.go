@@ -232,8 +232,8 @@ func engineFromArgs(args []string) (Engine, error) {
 		case "model_id":
 			m["model"] = json.RawMessage(strconv.Quote(v))
 			continue
-		case "scheduling-policy":
-			m["scheduling_policy"] = json.RawMessage(strconv.Quote(v))
+		case "scheduling-policy", "kv-cache-dtype":
+			m[strings.ReplaceAll(k, "-", "_")] = json.RawMessage(strconv.Quote(v))
 			continue
 		case "speculative-config", "kv-transfer-config":
 			// vLLM's config flags: a JSON object (the engine's strict decoding checks its keys).

@@ -115,6 +115,9 @@ func (in instance) args() []string {
 	if e.SchedulingPolicy != "" {
 		a = append(a, "--scheduling-policy="+e.SchedulingPolicy)
 	}
+	if e.KVCacheDtype != "" {
+		a = append(a, "--kv-cache-dtype="+e.KVCacheDtype)
+	}
 	if c := e.EnablePrefixCaching; c != nil && *c {
 		a = append(a, "--enable-prefix-caching")
 	} else if c != nil {

@@ -52,8 +52,9 @@ const (
 const kvBlockTokens = 16
 
 // KVBudget is the KV memory of model m on tp GPUs of type g under vLLM's default engine
-// settings for the GPU (formats.DefaultBatchedTokens).
-func KVBudget(m Model, g gpus.Spec, tp int) KVMemory {
+// settings for the GPU (formats.DefaultBatchedTokens), with a BF16 cache or, fp8, an FP8
+// one (--kv-cache-dtype fp8: one byte an element).
+func KVBudget(m Model, g gpus.Spec, tp int, fp8 bool) KVMemory {
 	batched, seqs := formats.DefaultBatchedTokens(g.Name)
 	k := KVMemory{
 		GPUBytes: g.MemoryBytes, Utilization: memUtil,
@@ -67,7 +68,7 @@ func KVBudget(m Model, g gpus.Spec, tp int) KVMemory {
 		k.NonTorch += nonTorchTPBytes
 	}
 	k.ActivationPeak = activationPeak(m, tp, batched, seqs)
-	k.BytesPerTokenPerGPU = m.kvBytesPerTokenTP(tp) / int64(tp)
+	k.BytesPerTokenPerGPU = m.kvBytesPerTokenTP(tp) / int64(tp) * kvElemBytes(fp8) / 2
 	free := int64(math.Floor(k.Utilization*float64(k.GPUBytes))) - k.WeightsPerGPU - k.ActivationPeak - k.NonTorch - k.CUDAGraphs
 	if free <= 0 || k.BytesPerTokenPerGPU <= 0 {
 		return k

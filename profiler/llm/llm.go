@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/profiler/gpus"
@@ -29,8 +30,8 @@ const (
 	cpuSwapGB      = 16.0  // host memory for swapped KV caches (vLLM's swap_space is 4 GiB per GPU; ×4 GPUs-worth)
 )
 
-// capacity returns the KV tokens that fit on tp GPUs (KVBudget).
-func capacity(m Model, g gpus.Spec, tp int) int64 { return KVBudget(m, g, tp).Tokens }
+// capacity returns the KV tokens that fit on tp GPUs in a BF16 cache (KVBudget).
+func capacity(m Model, g gpus.Spec, tp int) int64 { return KVBudget(m, g, tp, false).Tokens }
 
 // GPUCount is the smallest power-of-two tensor-parallel degree (≤ 8) the model can be
 // sharded over whose memory holds the weights and at least minKVTokens of KV cache.
@@ -69,6 +70,9 @@ type Options struct {
 	TP []int
 	// Link joins the GPUs (LinkAuto: NVLink where the GPU has it, else PCIe).
 	Link roofline.Link
+	// KVCacheDtype is vLLM's --kv-cache-dtype ("" or "auto": BF16; fp8, fp8_e4m3,
+	// fp8_e5m2: an FP8 cache), written to the profiles' engine blocks.
+	KVCacheDtype string
 }
 
 // Estimate builds the analytic profile of model on GPU type gpu at the smallest
@@ -78,8 +82,17 @@ func Estimate(model, gpu string) (*formats.LLMProfile, error) {
 }
 
 // EstimateTP builds the analytic profile of model on tp GPUs of type gpu joined by link
-// (tp 0: the smallest degree that fits).
+// (tp 0: the smallest degree that fits), with a BF16 KV cache.
 func EstimateTP(model, gpu string, tp int, link roofline.Link) (*formats.LLMProfile, error) {
+	return EstimateKV(model, gpu, tp, link, "")
+}
+
+// EstimateKV is EstimateTP with vLLM's --kv-cache-dtype kvDtype ("" or "auto": BF16).
+func EstimateKV(model, gpu string, tp int, link roofline.Link, kvDtype string) (*formats.LLMProfile, error) {
+	if kvDtype != "" && !slices.Contains(formats.KVCacheDtypes, kvDtype) {
+		return nil, fmt.Errorf("kv cache dtype %q: must be one of %s", kvDtype, strings.Join(formats.KVCacheDtypes, ", "))
+	}
+	fp8 := strings.HasPrefix(kvDtype, "fp8")
 	m, err := Lookup(model)
 	if err != nil {
 		return nil, err
@@ -99,7 +112,8 @@ func EstimateTP(model, gpu string, tp int, link roofline.Link) (*formats.LLMProf
 	if err != nil {
 		return nil, err
 	}
-	kvCap := capacity(m, g, tp)
+	d = d.WithKVCache(fp8)
+	kvCap := KVBudget(m, g, tp, fp8).Tokens
 	avgBatch := math.Min(maxSeqs, math.Floor(float64(kvCap)/avgReqTokens))
 	// At the average running batch the sequences are half-way through on average.
 	step := d.Decode(int(avgBatch), avgReqTokens/2).Total()
@@ -108,6 +122,10 @@ func EstimateTP(model, gpu string, tp int, link roofline.Link) (*formats.LLMProf
 	base, p2048 := d.Prefill(1, 0).Total(), d.Prefill(2048, 0).Total()
 	perTok := (p2048 - base) / 2048
 	w := m.WeightBytes()
+	engine := engineDefaults(g.Name)
+	if kvDtype != "" && kvDtype != "auto" {
+		engine.KVCacheDtype = kvDtype
+	}
 	return &formats.LLMProfile{
 		Model:                m.Name,
 		GPU:                  g.Name,
@@ -119,7 +137,7 @@ func EstimateTP(model, gpu string, tp int, link roofline.Link) (*formats.LLMProf
 		PrefillUsPerToken:    round(perTok),
 		DecodeUsPerToken:     round(step),
 		ThroughputTokensPerS: round(avgBatch / step * 1e6),
-		KVBytesPerToken:      m.KVBytesPerToken(),
+		KVBytesPerToken:      m.KVBytesPerToken() * kvElemBytes(fp8) / 2,
 		KVCapacityTokens:     kvCap,
 		AvgBatch:             avgBatch,
 		Epsilon:              1,
@@ -127,7 +145,7 @@ func EstimateTP(model, gpu string, tp int, link roofline.Link) (*formats.LLMProf
 		LoadWarmUs:           round(float64(w) / float64(tp) / (g.HostLinkGBps * 1e3)),
 		HostLinkGBps:         g.HostLinkGBps,
 		Iteration:            iteration(d, int(avgBatch)),
-		Engine:               engineDefaults(g.Name),
+		Engine:               engine,
 		StepTimes:            d.StepTimes(),
 	}, nil
 }
@@ -220,7 +238,7 @@ func EstimateAll(modelNames, gpuNames []string, opt Options) ([]formats.LLMProfi
 	for _, m := range modelNames {
 		for _, g := range gpuNames {
 			if len(opt.TP) == 0 {
-				p, err := EstimateTP(m, g, 0, opt.Link)
+				p, err := EstimateKV(m, g, 0, opt.Link, opt.KVCacheDtype)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -228,7 +246,7 @@ func EstimateAll(modelNames, gpuNames []string, opt Options) ([]formats.LLMProfi
 				continue
 			}
 			for _, tp := range opt.TP {
-				p, err := EstimateTP(m, g, tp, opt.Link)
+				p, err := EstimateKV(m, g, tp, opt.Link, opt.KVCacheDtype)
 				if err != nil {
 					if _, lerr := Lookup(m); lerr != nil {
 						return nil, nil, lerr

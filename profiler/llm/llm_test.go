@@ -12,6 +12,7 @@ import (
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/profiler/gpus"
 	"github.com/plan-dev/plan/profiler/kerneltab"
+	"github.com/plan-dev/plan/profiler/roofline"
 )
 
 func TestKVBytesPerToken(t *testing.T) {
@@ -60,7 +61,7 @@ func TestEstimateMatchesReference(t *testing.T) {
 		}
 		m, _ := Lookup(tc.model)
 		g, _ := gpus.Lookup(tc.gpu)
-		k := KVBudget(m, g, p.GPUCount)
+		k := KVBudget(m, g, p.GPUCount, false)
 		if p.KVCapacityTokens != k.Tokens || k.Tokens%16 != 0 || k.Tokens < minKVTokens {
 			t.Errorf("%s on %s: capacity %d, budget %+v", tc.model, tc.gpu, p.KVCapacityTokens, k)
 		}
@@ -272,5 +273,39 @@ func TestEstimateEngineDefaults(t *testing.T) {
 				t.Errorf("profile does not validate: %v", err)
 			}
 		})
+	}
+}
+
+// TestKVCacheFP8: an FP8 KV cache (vLLM's --kv-cache-dtype fp8) halves a token's KV bytes,
+// about doubles the capacity in the same memory, reads the measured FP8-cache decode
+// attention (no slower than BF16's on the H100), lands in the engine block for the exports,
+// and an unknown dtype is refused naming the value.
+func TestKVCacheFP8(t *testing.T) {
+	bf, err := EstimateKV("llama-3.1-8b", "H100", 1, roofline.LinkAuto, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f8, err := EstimateKV("llama-3.1-8b", "H100", 1, roofline.LinkAuto, "fp8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f8.KVBytesPerToken*2 != bf.KVBytesPerToken {
+		t.Errorf("KV bytes a token: fp8 %d, bf16 %d", f8.KVBytesPerToken, bf.KVBytesPerToken)
+	}
+	if r := float64(f8.KVCapacityTokens) / float64(bf.KVCapacityTokens); r < 1.99 || r > 2.01 {
+		t.Errorf("capacity fp8/bf16 ×%.3f, want 2", r)
+	}
+	if f8.Engine == nil || f8.Engine.KVCacheDtype != "fp8" || bf.Engine.KVCacheDtype != "" {
+		t.Errorf("engine blocks: fp8 %+v, bf16 %+v", f8.Engine, bf.Engine)
+	}
+	m, _ := Lookup("llama-3.1-8b")
+	h100, _ := gpus.Lookup("H100")
+	d, _ := NewDeployment(m, h100, 1, roofline.LinkAuto)
+	a16, a8 := d.Decode(64, 4096).Attention, d.WithKVCache(true).Decode(64, 4096).Attention
+	if a8 > a16 {
+		t.Errorf("decode attention, 64 × 4096 tokens: fp8 %.0f µs, bf16 %.0f µs", a8, a16)
+	}
+	if _, err := EstimateKV("llama-3.1-8b", "H100", 1, roofline.LinkAuto, "int4"); err == nil || !strings.Contains(err.Error(), `"int4"`) {
+		t.Errorf("kv dtype int4: %v", err)
 	}
 }

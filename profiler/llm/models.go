@@ -101,10 +101,18 @@ func (m Model) KVBytesPerToken() int64 {
 // more GPUs than heads (vLLM's rule).
 func (m Model) kvHeadsPerGPU(tp int) int { return max(1, m.KVHeads/tp) }
 
-// kvBytesPerTokenTP is the KV bytes of one token summed over tp GPUs (more than
+// kvBytesPerTokenTP is the BF16 KV bytes of one token summed over tp GPUs (more than
 // KVBytesPerToken where heads are replicated).
 func (m Model) kvBytesPerTokenTP(tp int) int64 {
 	return int64(2*m.Layers*m.kvHeadsPerGPU(tp)*m.HeadDim*2) * int64(tp)
+}
+
+// kvElemBytes is the bytes of one KV element: 1 in an FP8 cache, else 2 (BF16).
+func kvElemBytes(fp8 bool) int64 {
+	if fp8 {
+		return 1
+	}
+	return 2
 }
 
 // CheckTP refuses a tensor-parallel degree the engine cannot shard the model over: 1–8 GPUs,

@@ -51,6 +51,23 @@ type Deployment struct {
 	// none, or where the GPUs are joined by a link other than the one the tables' GPUs were
 	// measured on (PCIe between SXM GPUs): the roofline then times every kernel.
 	tab *kerneltab.Tables
+	// kvFP8: the KV cache is FP8 (vLLM's --kv-cache-dtype fp8): attention reads the
+	// measured FP8-cache kernels, and a token's KV is half the bytes.
+	kvFP8 bool
+}
+
+// WithKVCache returns d with an FP8 (fp8) or BF16 KV cache.
+func (d Deployment) WithKVCache(fp8 bool) Deployment {
+	d.kvFP8 = fp8
+	return d
+}
+
+// kvDType is the tables' name for the cache's dtype.
+func (d Deployment) kvDType() kerneltab.DType {
+	if d.kvFP8 {
+		return kerneltab.FP8
+	}
+	return kerneltab.BF16
 }
 
 // NewDeployment checks the tensor-parallel degree and the link.
@@ -246,7 +263,7 @@ func (d Deployment) prefillAttentionUs(b *Breakdown, tokens, ctx int) float64 {
 	q, kv := m.Heads/tp, m.kvHeadsPerGPU(tp)
 	if d.tab != nil && tokens > 0 {
 		at := func(n int) (float64, kerneltab.Point, error) {
-			return d.tab.ContextAttentionUs(1, n, q, kv, m.HeadDim, kerneltab.BF16)
+			return d.tab.ContextAttentionUs(1, n, q, kv, m.HeadDim, d.kvDType())
 		}
 		whole, p, err := at(ctx + tokens)
 		if err == nil {
@@ -279,7 +296,7 @@ func (d Deployment) decodeAttentionUs(b *Breakdown, batch int, ctx float64) floa
 	m, tp := d.Model, d.TP
 	q, kv := m.Heads/tp, m.kvHeadsPerGPU(tp)
 	if d.tab != nil && batch > 0 {
-		if us, p, err := d.tab.GenerationAttentionUs(batch, q, kv, m.HeadDim, kerneltab.BF16, ctx); err == nil {
+		if us, p, err := d.tab.GenerationAttentionUs(batch, q, kv, m.HeadDim, d.kvDType(), ctx); err == nil {
 			b.Sources = append(b.Sources, Source{Term: "attention", Point: p})
 			return us
 		}
@@ -301,7 +318,7 @@ func (d Deployment) DecodeUsPerContextToken() float64 {
 			return slope * float64(m.Layers)
 		}
 	}
-	perGPU := float64(m.kvBytesPerTokenTP(d.TP)) / float64(d.TP)
+	perGPU := float64(m.kvBytesPerTokenTP(d.TP)*kvElemBytes(d.kvFP8)/2) / float64(d.TP)
 	return perGPU / (d.k.Params.EtaMem * d.GPU.MemBWGBps * 1e3)
 }
 

@@ -18,24 +18,27 @@ import (
 // --link and --explain.
 func (r *profileRun) parseLLM() error {
 	a := r.opt
-	llmFlags := a.TPSet || a.LinkSet || a.Explain
+	llmFlags := a.TPSet || a.LinkSet || a.Explain || a.KVCacheDtype != ""
 	switch {
 	case a.LLM == "":
 		if llmFlags {
-			return run.UsageErrorf("--tp, --link and --explain: only with --llm MODEL[,MODEL...]")
+			return run.UsageErrorf("--tp, --link, --kv-cache-dtype and --explain: only with --llm MODEL[,MODEL...]")
 		}
 		return nil
 	case a.Import != "":
 		// With --import any model may be named: the step log's engine (import.go).
 		if llmFlags {
-			return run.UsageErrorf("--tp, --link and --explain: only for roofline estimates (--llm MODEL[,MODEL...]), not with --import")
+			return run.UsageErrorf("--tp, --link, --kv-cache-dtype and --explain: only for analytic estimates (--llm MODEL[,MODEL...]), not with --import")
 		}
 		return nil
 	case isFile(a.LLM):
 		if llmFlags {
-			return run.UsageErrorf("--tp, --link and --explain: only for roofline estimates (--llm MODEL[,MODEL...]), not an imported profile %s", a.LLM)
+			return run.UsageErrorf("--tp, --link, --kv-cache-dtype and --explain: only for analytic estimates (--llm MODEL[,MODEL...]), not an imported profile %s", a.LLM)
 		}
 		return nil
+	}
+	if d := a.KVCacheDtype; d != "" && !slices.Contains(formats.KVCacheDtypes, d) {
+		return run.UsageErrorf("--kv-cache-dtype: %q: must be one of %s", d, strings.Join(formats.KVCacheDtypes, ", "))
 	}
 	for _, name := range strings.Split(a.LLM, ",") {
 		name = strings.ToLower(strings.TrimSpace(name))
@@ -90,7 +93,7 @@ func (r *profileRun) llmProfiles(io *run.IO) ([]formats.LLMProfile, error) {
 	if r.gpusSet {
 		gs = r.gpus
 	}
-	ls, skipped, err := llm.EstimateAll(r.llmNames, gs, llm.Options{TP: r.tps, Link: r.link})
+	ls, skipped, err := llm.EstimateAll(r.llmNames, gs, llm.Options{TP: r.tps, Link: r.link, KVCacheDtype: r.opt.KVCacheDtype})
 	if err != nil {
 		return nil, run.UsageErrorf("--llm: %v", err)
 	}
@@ -135,13 +138,15 @@ func explainLLM(p formats.LLMProfile, link roofline.Link) (llmExplain, error) {
 	if err != nil {
 		return llmExplain{}, err
 	}
+	fp8 := p.Engine.KVFP8()
+	d = d.WithKVCache(fp8)
 	resolved := "-"
 	if p.GPUCount > 1 {
 		_, l := roofline.NewKernels(g).LinkGBps(link)
 		resolved = string(l)
 	}
 	return llmExplain{Model: m.Name, GPU: g.Name, TP: p.GPUCount, Link: resolved, Cells: d.ExplainCells(),
-		StepTimes: d.StepTimes(), KV: llm.KVBudget(m, g, p.GPUCount)}, nil
+		StepTimes: d.StepTimes(), KV: llm.KVBudget(m, g, p.GPUCount, fp8)}, nil
 }
 
 // writeExplain prints one table per explained profile: a row per cell, a column per term

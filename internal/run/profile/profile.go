@@ -67,6 +67,9 @@ type Args struct {
 	// "auto").
 	Link    string
 	LinkSet bool
+	// KVCacheDtype is --kv-cache-dtype: vLLM's KV cache dtype for --llm estimates ("" =
+	// auto, BF16; fp8, fp8_e4m3, fp8_e5m2).
+	KVCacheDtype string
 	// Explain prints each roofline LLM profile's step time by term (--explain).
 	Explain bool
 	// Import is a measured engine step log (CSV or JSONL) to fit an LLM profile's

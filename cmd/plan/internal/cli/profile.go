@@ -39,9 +39,10 @@ type profileOptions struct {
 	out       string
 	// calibrate, profile and model fit one LLM profile to a measured run (run/profile's
 	// calibrate.go).
-	calibrate string
-	profile   string
-	model     string
+	kvCacheDtype string
+	calibrate    string
+	profile      string
+	model        string
 }
 
 func newProfileCmd(app *App) *cobra.Command {
@@ -109,7 +110,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
 			a := runprofile.Args{Zoo: o.zoo, Backend: o.backend, Device: o.device, DeviceSet: ch("device"), GPUs: o.gpus,
 				Batch: o.batch, VGPU: o.vgpu, Blocks: o.blocks, Partition: o.method, InputShape: o.inputShape,
 				TRTProfile: o.trtProfile, TRTLayers: o.trtLayers, LLM: o.llm, TP: o.tp, TPSet: ch("tp"), Link: o.link,
-				LinkSet: ch("link"), Explain: o.explain, Import: o.steps, GPUCount: o.gpuCount, GPUCountSet: ch("gpu-count"),
+				LinkSet: ch("link"), KVCacheDtype: o.kvCacheDtype, Explain: o.explain, Import: o.steps, GPUCount: o.gpuCount, GPUCountSet: ch("gpu-count"),
 				KVCapacityTokens: o.kvTokens, KVCapacityTokensSet: ch("kv-capacity-tokens"), Precision: o.precision,
 				TRT: o.useTRT, Seed: o.seed, Out: o.out, Calibrate: o.calibrate, Profile: o.profile, ProfileModel: o.model,
 				Systems: app.Systems}
@@ -133,6 +134,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
 	f.StringVar(&o.trtLayers, "trt-layers", "", "trtexec --exportLayerInfo JSON (backend trt; detailed verbosity gives cut sizes)")
 	listVar(f, &o.llm, "llm", "", "LLM profiles: comma-separated names of "+strings.Join(llm.Names(), ", ")+"; all; or a profile file to import")
 	listVar(f, &o.tp, "tp", "", "with --llm: tensor-parallel degrees to profile, e.g. 1,2,4,8 or 1-8 (default: the smallest that fits)")
+	f.StringVar(&o.kvCacheDtype, "kv-cache-dtype", "", "with --llm: vLLM's --kv-cache-dtype: auto (BF16) or fp8, fp8_e4m3, fp8_e5m2 (half the KV bytes: twice the capacity, FP8-cache attention kernels; the exports pass it to vLLM)")
 	f.StringVar(&o.link, "link", "auto", "with --llm: GPU interconnect for tensor-parallel all-reduces: auto (NVLink where the GPU has it), nvlink or pcie")
 	f.BoolVar(&o.explain, "explain", false, "with --llm: print each roofline LLM profile's step time by term")
 	f.StringVar(&o.steps, "import", "", "measured engine step times to fit an LLM profile's iteration curves (CSV or JSONL: tokens, prefill_tokens, seconds; optionally model, gpu, gpu_count, kv_capacity_tokens naming the engine, and vllm_version, kv_allocation, release, block_size, enable_prefix_caching, max_num_batched_tokens, max_num_seqs saying how it scheduled: the profile's engine block), for the one model and GPU of --llm/--gpu or of the log (or a one-LLM profile file given as --llm)")
