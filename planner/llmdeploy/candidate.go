@@ -321,7 +321,8 @@ func roles(in planner.Inputs, model string, o Options) ([]Role, []string) {
 			if tp > serverGPUs(in.Cluster, g.Type) || arch.CheckTP(tp) != nil {
 				continue
 			}
-			pr, err := pllm.EstimateTP(model, g.Type, tp, roofline.LinkAuto)
+			// On the cluster's GPUs: its memory_bytes, where it says, bounds weights and KV.
+			pr, err := pllm.EstimateMem(model, g.Type, tp, roofline.LinkAuto, "", g.MemoryBytes)
 			if err != nil {
 				continue // the weights and a minimal KV cache do not fit tp GPUs
 			}

@@ -247,7 +247,11 @@ const maxDisaggKinds = 3
 func (res *Result) solve(ctx context.Context, c *formats.Cluster, name string, keep func(Row) bool) Fleet {
 	agg := map[string][]int{}
 	dis := map[string][]int{}
+	tried := map[string]bool{} // models with a candidate of this comparison at all
 	for i, r := range res.Rows {
+		if keep(r) {
+			tried[r.Candidate.Model] = true
+		}
 		if !r.Kind || !keep(r) {
 			continue
 		}
@@ -258,7 +262,7 @@ func (res *Result) solve(ctx context.Context, c *formats.Cluster, name string, k
 			dis[m] = append(dis[m], i)
 		}
 	}
-	var missing []string
+	var missing, absent []string
 	opts := make([][]int, len(res.Models)) // per model: -1 = its aggregated kinds, else one kind
 	for mi, m := range res.Models {
 		d := dis[m]
@@ -268,11 +272,21 @@ func (res *Result) solve(ctx context.Context, c *formats.Cluster, name string, k
 		}
 		opts[mi] = append(opts[mi], d[:min(len(d), maxDisaggKinds)]...)
 		if len(opts[mi]) == 0 && res.Rates[m] > 0 {
-			missing = append(missing, m)
+			if tried[m] {
+				missing = append(missing, m)
+			} else {
+				absent = append(absent, m)
+			}
 		}
 		if len(opts[mi]) == 0 {
 			opts[mi] = []int{-1}
 		}
+	}
+	if len(absent) > 0 {
+		// Not an SLO miss: no (GPU type, tensor-parallel size) of this comparison can hold
+		// the model at all (its weights and a minimal KV cache, or the degree is not in the
+		// profiles given).
+		return Fleet{Name: name, Cost: math.Inf(1), Err: noCandidateError{models: absent}}
 	}
 	if len(missing) > 0 {
 		return Fleet{Name: name, Cost: math.Inf(1), Err: fmt.Errorf("%w: no candidate serves %s within its classes' SLOs", planner.ErrInfeasible, strings.Join(missing, ", "))}
@@ -397,3 +411,14 @@ func (f Fleet) Chosen() []int {
 	sort.Ints(out)
 	return out
 }
+
+// noCandidateError says a fleet has no candidate at all for some models — no GPU type and
+// tensor-parallel size of its comparison holds them — which is not an SLO miss; it is still
+// infeasible (errors.Is planner.ErrInfeasible).
+type noCandidateError struct{ models []string }
+
+func (e noCandidateError) Error() string {
+	return fmt.Sprintf("no candidate exists for %s (no GPU type and tensor-parallel size here holds it)", strings.Join(e.models, ", "))
+}
+
+func (e noCandidateError) Unwrap() error { return planner.ErrInfeasible }

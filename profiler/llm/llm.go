@@ -89,6 +89,12 @@ func EstimateTP(model, gpu string, tp int, link roofline.Link) (*formats.LLMProf
 
 // EstimateKV is EstimateTP with vLLM's --kv-cache-dtype kvDtype ("" or "auto": BF16).
 func EstimateKV(model, gpu string, tp int, link roofline.Link, kvDtype string) (*formats.LLMProfile, error) {
+	return EstimateMem(model, gpu, tp, link, kvDtype, 0)
+}
+
+// EstimateMem is EstimateKV on GPUs of memoryBytes each (a cluster's memory_bytes; 0: the
+// GPU type's datasheet memory): the weights and the KV budget must fit what the GPUs have.
+func EstimateMem(model, gpu string, tp int, link roofline.Link, kvDtype string, memoryBytes int64) (*formats.LLMProfile, error) {
 	if kvDtype != "" && !slices.Contains(formats.KVCacheDtypes, kvDtype) {
 		return nil, fmt.Errorf("kv cache dtype %q: must be one of %s", kvDtype, strings.Join(formats.KVCacheDtypes, ", "))
 	}
@@ -100,6 +106,9 @@ func EstimateKV(model, gpu string, tp int, link roofline.Link, kvDtype string) (
 	g, err := gpus.Lookup(gpu)
 	if err != nil {
 		return nil, err
+	}
+	if memoryBytes > 0 {
+		g.MemoryBytes = memoryBytes
 	}
 	if tp == 0 {
 		if tp, err = GPUCount(m, g); err != nil {

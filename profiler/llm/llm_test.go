@@ -309,3 +309,19 @@ func TestKVCacheFP8(t *testing.T) {
 		t.Errorf("kv dtype int4: %v", err)
 	}
 }
+
+// TestEstimateMem: a cluster's memory_bytes bounds what fits — 1000 bytes hold nothing, and
+// 40 GiB GPUs hold less KV than the 80 GiB datasheet part.
+func TestEstimateMem(t *testing.T) {
+	if _, err := EstimateMem("llama-3.1-8b", "H100", 1, roofline.LinkAuto, "", 1000); err == nil || !strings.Contains(err.Error(), "does not fit") {
+		t.Errorf("1000-byte H100: %v, want does not fit", err)
+	}
+	small, err := EstimateMem("llama-3.1-8b", "A100", 1, roofline.LinkAuto, "", 40<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, _ := EstimateMem("llama-3.1-8b", "A100", 1, roofline.LinkAuto, "", 0)
+	if small.KVCapacityTokens >= big.KVCapacityTokens/2 {
+		t.Errorf("A100 40 GiB: %d KV tokens, 80 GiB %d", small.KVCapacityTokens, big.KVCapacityTokens)
+	}
+}

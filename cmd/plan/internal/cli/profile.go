@@ -64,11 +64,16 @@ Backends:
 With no model, profiles the embedded demo CNN analytically for the demo cluster's GPU types
 (L4, P4 at PPipe's vGPU x batch grid) and, when ONNX Runtime is available, on the local CPU.
 --llm adds LLM profiles (QLM): model names separated by commas, "all", or a profile file to
-import. Roofline LLM profiles are at the smallest tensor-parallel degree that fits unless --tp
+import. Analytic LLM profiles time each step from NVIDIA's measured vLLM kernel tables on the
+H100, H200, B200, A100 and L40S (GEMMs, attention, vLLM's all-reduce; step_times "measured"),
+and from a roofline calibrated on the nearest measured architecture elsewhere ("estimated",
+with its error band); the KV capacity is vLLM's start-up budget (--kv-cache-dtype fp8 halves
+a token's bytes). They are at the smallest tensor-parallel degree that fits unless --tp
 lists degrees (1-8; those a model cannot be sharded over or whose GPUs cannot hold it are
 skipped, named on stderr), over NVLink where the GPU has it unless --link pcie. --explain prints
 each profile's step model by term (gemm, attention, allreduce, elementwise, overhead) at
-prefill of 512/2048/8192 tokens and decode of 1/8/32/128 sequences at 2,048 tokens of context.
+prefill of 512/2048/8192 tokens and decode of 1/8/32/128 sequences at 2,048 tokens of context,
+the measured-table point each term came from, and the KV budget term by term.
 --llm with --import STEPS replaces the one LLM profile's iteration curves with measured step
 times: a CSV (header tokens,prefill_tokens,seconds, optionally context_tokens) or JSONL
 table of engine steps; the decode-only and prefill-containing curves are fitted as measured
@@ -98,6 +103,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
   plan profile model.onnx --backend roofline --gpu A100
   plan profile --backend trt --trt-profile prof.json --trt-layers layers.json --gpu L4
   plan profile --llm all --gpu A10,A100,H100 -o llm.json
+  plan profile --llm llama-3.1-8b --gpu H100 --tp 2 --kv-cache-dtype fp8 --explain -o llm-fp8.json
   plan profile --llm llama-3.1-8b,llama-3.1-70b --gpu H100 --tp 1,2,4,8 --explain
   plan profile --zoo llama-2-70b --gpu A100
   plan profile --llm mistral-7b --gpu A100 --import steps.csv -o llm.json
