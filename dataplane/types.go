@@ -170,7 +170,14 @@ type GPU struct {
 	Type   string
 	Class  string // high | low | "" (PPipe's classes, for utilization reports)
 	Server ServerID
+	// Count is the physical GPUs this one stands for (0 = 1): a tensor-parallel LLM
+	// instance runs as one GPU of the topology but occupies Count of the type, which the
+	// utilization reports count.
+	Count int
 }
+
+// Physical is the GPUs g stands for: Count, at least 1.
+func (g GPU) Physical() int { return max(g.Count, 1) }
 
 // Worker is one execution slot: a whole GPU (VGPU = 1) or one 1/VGPU slice of it.
 type Worker struct {

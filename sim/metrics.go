@@ -200,17 +200,19 @@ func (c *collector) util(e *dataplane.Engine, wall float64, key func(dataplane.G
 	gpus := map[string]int{}
 	busy := map[string]float64{}
 	for _, g := range c.dep.Topo.GPUs {
-		gpus[key(g)]++
+		gpus[key(g)] += g.Physical()
 	}
 	for i, w := range c.dep.Topo.Workers {
 		if w.VGPU == 1 {
 			continue // counted once per GPU below
 		}
-		k := key(c.dep.Topo.GPUs[w.GPU])
-		busy[k] += float64(e.WorkerBusy(dataplane.WorkerID(i))) / float64(w.VGPU)
+		g := c.dep.Topo.GPUs[w.GPU]
+		busy[key(g)] += float64(e.WorkerBusy(dataplane.WorkerID(i))) / float64(w.VGPU) * float64(g.Physical())
 	}
-	for g, b := range c.wholeBusy {
-		busy[key(c.dep.Topo.GPUs[g])] += float64(b)
+	for gi, b := range c.wholeBusy {
+		// A tensor-parallel instance keeps all its GPUs busy while it runs.
+		g := c.dep.Topo.GPUs[gi]
+		busy[key(g)] += float64(b) * float64(g.Physical())
 	}
 	names := slices.Sorted(maps.Keys(gpus))
 	out := make([]Utilization, 0, len(names))

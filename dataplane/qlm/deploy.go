@@ -18,7 +18,7 @@ func Build(classes []qlmsec.LLMClass, setup Setup) (*dataplane.Deployment, error
 	st := dataplane.Stage{Name: "instances", App: 0, Pipeline: -1, Batch: 1, LatUs: []dataplane.Time{0, 0}, Manual: true}
 	dep.Topo.Servers = []dataplane.Server{{Name: "s0", UpMbps: 1e5, DownMbps: 1e5}}
 	for i, in := range setup.Instances {
-		dep.Topo.GPUs = append(dep.Topo.GPUs, dataplane.GPU{Type: in.GPU})
+		dep.Topo.GPUs = append(dep.Topo.GPUs, dataplane.GPU{Type: in.GPU, Count: max(in.GPUCount, 1)})
 		dep.Topo.Workers = append(dep.Topo.Workers, dataplane.Worker{Name: in.Name, GPU: i, Type: in.GPU, VGPU: 1, Stage: 0})
 		st.Pool = append(st.Pool, dataplane.WorkerID(i))
 	}
