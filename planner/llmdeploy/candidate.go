@@ -446,3 +446,54 @@ func disaggregated(model string, roles []Role, c *formats.Cluster, o Options) []
 	}
 	return out
 }
+
+// profileTPNotes names, per model and GPU type with profiles given, the tensor-parallel sizes
+// of o.TP the search does not try there: a profile given for a GPU type replaces the
+// estimates for that type, so its degrees are the only ones searched on it. Sizes that
+// exceed the type's servers or do not divide the model's heads are not named (the search
+// would not try them anyway).
+func profileTPNotes(in planner.Inputs, o Options) []string {
+	o = o.withDefaults()
+	var notes []string
+	seen := map[string]bool{}
+	for _, c := range qlmsec.ClassesOf(in.Workload) {
+		m := c.Model
+		if seen[m] {
+			continue
+		}
+		seen[m] = true
+		arch, archErr := pllm.Lookup(m)
+		given := map[string]map[int]bool{}
+		var types []string
+		for _, p := range in.Profiles {
+			for _, pr := range p.LLMs {
+				if pr.Model != m {
+					continue
+				}
+				if _, ok := in.Cluster.Pool(pr.GPU); !ok {
+					continue
+				}
+				if given[pr.GPU] == nil {
+					given[pr.GPU] = map[int]bool{}
+					types = append(types, pr.GPU)
+				}
+				given[pr.GPU][max(pr.GPUCount, 1)] = true
+			}
+		}
+		sort.Strings(types)
+		for _, g := range types {
+			var missing []string
+			for _, tp := range o.TP {
+				if given[g][tp] || tp > serverGPUs(in.Cluster, g) || (archErr == nil && arch.CheckTP(tp) != nil) {
+					continue
+				}
+				missing = append(missing, fmt.Sprint(tp))
+			}
+			if len(missing) > 0 {
+				notes = append(notes, fmt.Sprintf("%s on %s: searched only at the tensor-parallel sizes of the profiles given; not at %s (profile them: plan profile --llm %s --gpu %s --tp %s)",
+					m, g, strings.Join(missing, ", "), m, g, strings.Join(missing, ",")))
+			}
+		}
+	}
+	return notes
+}

@@ -53,6 +53,9 @@ type Result struct {
 	Chosen  Fleet
 	Compare []Fleet
 	Wall    time.Duration
+	// Notes say what the search did not try and why (a GPU type searched only at the
+	// tensor-parallel sizes of the profiles given for it).
+	Notes []string
 }
 
 // Search enumerates the candidates, finds each one's capacity in parallel (o.Workers), and
@@ -95,7 +98,7 @@ func Search(ctx context.Context, in planner.Inputs, o Options) (*Result, error) 
 			keep = append(keep, c)
 		}
 	}
-	res := &Result{Rates: map[string]float64{}}
+	res := &Result{Rates: map[string]float64{}, Notes: profileTPNotes(in, o)}
 	for _, c := range qlmsec.ClassesOf(in.Workload) {
 		if _, ok := res.Rates[c.Model]; !ok {
 			res.Models = append(res.Models, c.Model)

@@ -1,0 +1,35 @@
+package llmdeploy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/planner"
+)
+
+// TestNoCandidateError: a comparison with no candidate at all says so — not that an SLO
+// cannot be met — and is still infeasible to callers.
+func TestNoCandidateError(t *testing.T) {
+	err := error(noCandidateError{models: []string{"llama-3.1-70b"}})
+	if !errors.Is(err, planner.ErrInfeasible) {
+		t.Error("not infeasible")
+	}
+	if msg := err.Error(); strings.Contains(msg, "SLO") || !strings.Contains(msg, "no candidate exists for llama-3.1-70b") {
+		t.Errorf("message %q", msg)
+	}
+}
+
+// TestProfileTPNotes: a profile given for a GPU type replaces that type's estimates, so the
+// search says which tensor-parallel sizes it therefore does not try there (and how to profile
+// them); types without a profile get no note.
+func TestProfileTPNotes(t *testing.T) {
+	in := inputs(t, "workload.yaml", "cluster.yaml", "profile-8b-h100-tp1.json")
+	notes := profileTPNotes(in, Options{TP: []int{1, 2, 4, 8}})
+	if len(notes) != 1 || !strings.Contains(notes[0], "llama-3.1-8b on H100") || !strings.Contains(notes[0], "not at 2, 4, 8") || !strings.Contains(notes[0], "--tp 2,4,8") {
+		t.Errorf("notes %q", notes)
+	}
+	if n := profileTPNotes(inputs(t, "workload.yaml", "cluster.yaml"), Options{TP: []int{1, 2, 4, 8}}); len(n) != 0 {
+		t.Errorf("no profiles: notes %q", n)
+	}
+}
