@@ -20,7 +20,8 @@ type LOOStats struct {
 }
 
 // LeaveOneOut predicts every stride-th measured node of table (stride 1: all of them) from
-// its grid with the node hidden. filter, when not nil, keeps the nodes whose slice and axis
+// its grid with the node hidden. It hides each node in the shared grid in turn, so it must
+// not run beside other users of t (tests and benchmarks only). filter, when not nil, keeps the nodes whose slice and axis
 // values it accepts (e.g. shapes that LLMs run).
 func (t *Tables) LeaveOneOut(table string, stride int, filter func(slice string, x []float64) bool) LOOStats {
 	st := LOOStats{GPU: t.GPU, Table: table}
