@@ -379,7 +379,7 @@ func (b *Bench) arrivals(f *benchFile, failed []bool, seed uint64, bad func(stri
 			if f.StartTimes != nil {
 				return bad(fmt.Sprintf("start_times[%d]", b.Requests[i].Index), f.StartTimes[b.Requests[i].Index], "is %g s after the first request: a run spans at most %g s", at, maxSeconds)
 			}
-			field, v := "request_rate", any("inf")
+			field, v := "request_rate", any(nil)
 			if f.RequestRate != nil {
 				v = *f.RequestRate
 			} else {
