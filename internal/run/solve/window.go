@@ -2,6 +2,7 @@ package solve
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -101,19 +102,30 @@ func runWindows(ctx context.Context, a Args, io *run.IO, sys system.System, pl p
 		return io.WriteJSON(s)
 	}
 	rows := make([][]string, 0, len(s.Windows)+1)
+	margins := false
 	row := func(name string, e schedule.Entry) []string {
 		gpus := run.FleetShort(e.GPUsUsed)
 		if e.Kept {
 			gpus += " (kept)"
 		}
-		return []string{name, run.FmtSecs(e.StartS) + "–" + run.FmtSecs(e.EndS), fmtRates(s.Targets, e.PeakRPS), gpus,
+		// The rate lever's margin (provenance.rate_margin): a window whose plan missed its
+		// target at its own peak was solved for a multiple of it, and can cost more than a
+		// busier window's.
+		margin := "-"
+		if k := rateMargin(e.Plan); k > 1 {
+			margin, margins = fmt.Sprintf("×%.3g", k), true
+		}
+		return []string{name, run.FmtSecs(e.StartS) + "–" + run.FmtSecs(e.EndS), fmtRates(s.Targets, e.PeakRPS), margin, gpus,
 			fmt.Sprintf("%.4g", e.CostPerHour), fmt.Sprintf("%.4g", e.Cost)}
 	}
 	for i, e := range s.Windows {
 		rows = append(rows, row(fmt.Sprint(i), e))
 	}
 	rows = append(rows, row("peak", s.Peak))
-	io.Table([]string{"WINDOW", "SPAN", "PEAK RPS", "GPUS", s.Currency + "/H", "COST"}, rows)
+	io.Table([]string{"WINDOW", "SPAN", "PEAK RPS", "SOLVED AT", "GPUS", s.Currency + "/H", "COST"}, rows)
+	if margins {
+		fmt.Fprintln(io.Out, "SOLVED AT ×k: the window's plan missed its target at its peak in simulation, so it was solved for k × the peak (provenance.rate_margin); such a window can cost more than a busier one")
+	}
 	fmt.Fprintf(io.Out, "\nschedule: %d windows of %s, cost %.4g %s against %.4g for the day's peak all day (%s)\n",
 		len(s.Windows), w.Window, s.TotalCost, s.Currency, s.PeakCost, run.SavingPhrase(s, s.Saving))
 	io.Infof("wrote %s", a.Out)
@@ -161,4 +173,17 @@ func describeRates(w *formats.Workload) string {
 		parts[i] = fmt.Sprintf("%s %.4g req/s", names[i], rates[i])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// rateMargin is a window plan's provenance.rate_margin (0 when absent or unreadable).
+func rateMargin(plan json.RawMessage) float64 {
+	var p struct {
+		Provenance struct {
+			RateMargin float64 `json:"rate_margin"`
+		} `json:"provenance"`
+	}
+	if json.Unmarshal(plan, &p) != nil {
+		return 0
+	}
+	return p.Provenance.RateMargin
 }
