@@ -211,7 +211,10 @@ func serverGPUs(c *formats.Cluster, gpu string) int {
 	return 0
 }
 
-// checkClasses refuses a class percentile other than the four (exit 2 naming the field).
+// checkClasses refuses a class percentile other than the four, and token lengths a
+// catalogue model's context cannot hold (a request of prompt plus output past
+// max_position_embeddings, which vLLM refuses), each exit 2 naming the field: caught up front
+// rather than after every candidate's capacity search.
 func checkClasses(in planner.Inputs) []string {
 	var probs []string
 	wp := refPath(in, formats.KindWorkload, 0, "workload")
@@ -220,6 +223,16 @@ func checkClasses(in planner.Inputs) []string {
 			if _, ok := qlmsec.SLOPercentiles[f.v]; f.v != "" && !ok {
 				probs = append(probs, fmt.Sprintf("%s: llm_classes[%d].%s: %q: must be p50, p90, p95 or p99", wp, i, f.name, f.v))
 			}
+		}
+		m, err := pllm.Lookup(c.Model)
+		if err != nil || m.Context <= 0 {
+			continue
+		}
+		switch in, out := c.InputTokens, c.OutputTokens; {
+		case in.Mean+out.Mean > float64(m.Context):
+			probs = append(probs, fmt.Sprintf("%s: llm_classes[%d].input_tokens.mean: %g: with output_tokens.mean %g past %s's context of %d tokens", wp, i, in.Mean, out.Mean, m.Name, m.Context))
+		case in.Max > 0 && out.Max > 0 && in.Max+out.Max > m.Context:
+			probs = append(probs, fmt.Sprintf("%s: llm_classes[%d].input_tokens.max: %d: with output_tokens.max %d past %s's context of %d tokens", wp, i, in.Max, out.Max, m.Name, m.Context))
 		}
 	}
 	return probs

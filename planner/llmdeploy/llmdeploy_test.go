@@ -81,6 +81,10 @@ func TestEnumerateBadInput(t *testing.T) {
 			want: `workload.yaml: llm_classes[1].model: "llama-3.1-70b": fits no GPU type of the cluster (L40S) at any tensor-parallel size [1 2 4 8]`},
 		{name: "percentile", workload: "workload.yaml", cluster: "cluster.yaml", edit: func(in *planner.Inputs) { qlmsec.ClassesOf(in.Workload)[0].TPOTPercentile = "p42" },
 			want: `workload.yaml: llm_classes[0].tpot_percentile: "p42": must be p50, p90, p95 or p99`},
+		{name: "prompt past the context", workload: "workload.yaml", cluster: "cluster.yaml", edit: func(in *planner.Inputs) { qlmsec.ClassesOf(in.Workload)[0].InputTokens.Max = 100000000 },
+			want: `workload.yaml: llm_classes[0].input_tokens.max: 100000000: with output_tokens.max`},
+		{name: "mean past the context", workload: "workload.yaml", cluster: "cluster.yaml", edit: func(in *planner.Inputs) { qlmsec.ClassesOf(in.Workload)[0].OutputTokens.Mean = 1.5e6 },
+			want: `workload.yaml: llm_classes[0].input_tokens.mean:`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
