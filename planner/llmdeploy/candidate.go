@@ -1,6 +1,7 @@
 package llmdeploy
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -143,6 +144,9 @@ type Options struct {
 	// failFast lets a probe stop its replay once it has failed for certain (settle):
 	// Capacity's, which reads nothing of a failed probe but its verdict.
 	failFast bool
+	// ctx, when set, cancels the search: a probe's replay stops at the next finished
+	// request and the capacity search at its next probe (SIGTERM, a deadline).
+	ctx context.Context
 }
 
 func (o Options) withDefaults() Options {

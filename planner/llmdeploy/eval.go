@@ -247,6 +247,11 @@ func Capacity(ev Evaluator, c Candidate, classes []qlmsec.LLMClass, o Options) (
 	var last []ClassPrediction
 	o.failFast = true
 	meets := func(rate float64) (bool, error) {
+		if o.ctx != nil {
+			if err := o.ctx.Err(); err != nil {
+				return false, err
+			}
+		}
 		p, err := ev.Probe(c, classes, rate, o)
 		if err != nil {
 			return false, err

@@ -1,6 +1,7 @@
 package llmdeploy
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -31,5 +32,23 @@ func TestProfileTPNotes(t *testing.T) {
 	}
 	if n := profileTPNotes(inputs(t, "workload.yaml", "cluster.yaml"), Options{TP: []int{1, 2, 4, 8}}); len(n) != 0 {
 		t.Errorf("no profiles: notes %q", n)
+	}
+}
+
+// TestCapacityCancelled: a cancelled search stops inside a candidate's capacity search (at
+// its next probe), not only between candidates.
+func TestCapacityCancelled(t *testing.T) {
+	in := inputs(t, "workload.yaml", "cluster.yaml")
+	cands, err := Enumerate(in, small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := small.withDefaults()
+	o.ctx = ctx
+	c := cands[0]
+	if _, err := Capacity(Evaluators[c.Mode], c, classesOf(in.Workload, c.Model), o); !errors.Is(err, context.Canceled) {
+		t.Errorf("capacity under a cancelled context: %v, want context.Canceled", err)
 	}
 }

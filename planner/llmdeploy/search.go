@@ -172,7 +172,9 @@ func evaluateAll(ctx context.Context, keep []Candidate, w *formats.Workload, o O
 					continue
 				}
 				c := keep[i]
-				evals[i], errs[i] = capacityMemo(Evaluators[c.Mode], c, classesOf(w, c.Model), o)
+				oc := o
+				oc.ctx = ctx
+				evals[i], errs[i] = capacityMemo(Evaluators[c.Mode], c, classesOf(w, c.Model), oc)
 			}
 		}()
 	}

@@ -120,5 +120,9 @@ func (o Options) watch(classes []qlmsec.LLMClass, reqs []llm.Request, cls []int)
 	if !o.failFast {
 		return nil
 	}
-	return newSettle(classes, reqs, cls).watch
+	w := newSettle(classes, reqs, cls).watch
+	if ctx := o.ctx; ctx != nil {
+		return func(i int, r *llm.Result) bool { return ctx.Err() != nil || w(i, r) }
+	}
+	return w
 }
