@@ -95,6 +95,11 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		if s.Objective != planner.ObjectiveCost {
 			return nil, &planner.InputError{Problems: []string{"--search: searches the least-cost fleet: give --objective cost"}}
 		}
+		// The search places instances itself (one model per instance, sized per model);
+		// a placement strategy would be recorded but not used.
+		if s.Strategy != "" && s.Strategy != pq.Strategies[0] {
+			return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--strategy: %q: not with --search, which places every model's instances itself", s.Strategy)}}
+		}
 		plan, tables, err := search(ctx, in, pq.Flags{Strategy: pq.Strategies[0], Objective: planner.ObjectiveCost, Search: true}, s.ToolVersion, s.Deterministic)
 		o.report = tables
 		return plan, err

@@ -197,6 +197,10 @@ func TestSolveSearchBadInput(t *testing.T) {
 			want: []string{"testdata/llmdeploy/workload-rate0.yaml: llm_classes[1].rate_rps: 0: the deployment search sizes a fleet for each class's rate: must be > 0"}},
 		{name: "search without cost", args: []string{"solve", "--search", "--cluster", "testdata/llmdeploy/cluster.yaml", "--workload", "testdata/llmdeploy/workload.yaml", "-o", "$TMP/p.json"},
 			code: ExitUsage, out: "p.json", solver: true, want: []string{"--search: searches the least-cost fleet: give --objective cost"}},
+		{name: "strategy with search", args: append(append(append([]string{}, base...), w...), "--strategy", "round-robin", "-o", "$TMP/p.json"),
+			code: ExitUsage, out: "p.json", solver: true, want: []string{`--strategy: "round-robin": not with --search`}},
+		{name: "memory too small", args: []string{"solve", "--objective", "cost", "--search", "--cluster", "testdata/llmdeploy/cluster-tiny.yaml", "--workload", "testdata/llmdeploy/workload.yaml", "-o", "$TMP/p.json"},
+			code: ExitUsage, out: "p.json", solver: true, want: []string{`llm_classes[0].model: "llama-3.1-8b": fits no GPU type of the cluster (H100)`}},
 	})
 }
 
