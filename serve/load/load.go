@@ -510,7 +510,12 @@ func do(ctx context.Context, c *http.Client, base string, header http.Header, t 
 		}
 		return
 	}
-	body, rerr := io.ReadAll(resp.Body)
+	// A response is bounded (maxInferBody): a server streaming an endless body costs the
+	// client that much memory at most, and the request fails as a client error.
+	body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxInferBody+1))
+	if rerr == nil && len(body) > maxInferBody {
+		rerr = fmt.Errorf("response body over %d bytes", maxInferBody)
+	}
 	resp.Body.Close()
 	s.Latency = time.Since(begin)
 	s.Status = resp.StatusCode
@@ -591,9 +596,14 @@ func doGet(c *http.Client, req *http.Request) ([]byte, http.Header, error) {
 		return nil, nil, fmt.Errorf("GET %s: %w", url, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxGetBody+1))
 	if err != nil {
 		return nil, nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if len(b) > maxGetBody {
+		// An endless or huge answer (a plan, model metadata) is refused by name rather than
+		// read whole or cut into JSON that then fails to parse.
+		return nil, nil, fmt.Errorf("GET %s: the answer is over %d MiB: not a plan or model metadata", url, maxGetBody>>20)
 	}
 	if resp.StatusCode != 200 {
 		return nil, nil, fmt.Errorf("GET %s: status %d: %s", url, resp.StatusCode, strings.TrimSpace(string(b[:min(len(b), 200)])))
@@ -779,3 +789,10 @@ func sectionsOr(secs *formats.SectionSet) *formats.SectionSet {
 	}
 	return secs
 }
+
+// maxInferBody bounds one inference response read by `plan load` (KServe v2 and the plan
+// server's own): 64 MiB, far above any tensor output it judges.
+const maxInferBody = 64 << 20
+
+// maxGetBody bounds a GET answer `plan load` reads (the plan, model metadata): 64 MiB.
+const maxGetBody = 64 << 20

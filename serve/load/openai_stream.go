@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -73,7 +74,7 @@ func streamOne(ctx context.Context, c *http.Client, url string, o OpenAIOptions,
 	}
 	// Closing the body on a timeout (rctx) closes the connection: the server sees its client
 	// leave and aborts the request (digest §4; plan serve cancels it in the engine).
-	res, err := parseSSE(resp.Body, func() time.Duration { return time.Since(begin) }, o.Chat, o.KeepText)
+	res, err := parseSSE(resp.Body, func() time.Duration { return time.Since(begin) }, o.Chat, o.KeepText, maxStreamChunks(s.OutputTokens))
 	s.Chunks, s.OutTokens, s.Text = res.Chunks, res.OutTokens, res.Text
 	switch {
 	case err != nil:
@@ -113,11 +114,35 @@ type SSEResult struct {
 // now(). A role-only first chat chunk and the finish and usage chunks carry none. Events
 // split over several data lines are joined, as the SSE format says.
 func ParseSSE(r io.Reader, now func() time.Duration, chat bool) (SSEResult, error) {
-	return parseSSE(r, now, chat, false)
+	return parseSSE(r, now, chat, false, 0)
 }
 
-// parseSSE is ParseSSE, keeping the text when keep is set.
-func parseSSE(r io.Reader, now func() time.Duration, chat, keep bool) (res SSEResult, _ error) {
+// Bounds on what a server may send one streaming request, so that a hostile or broken one
+// (a data: line that never ends, events far past max_tokens) costs the client bounded
+// memory and ends the request with a reason instead of growing until the timeout.
+const (
+	// maxSSELine is the longest SSE line read (a chunk of one token is under 1 KiB).
+	maxSSELine = 1 << 20
+	// maxSSEEvent is the most data one event may gather over its lines.
+	maxSSEEvent = 4 << 20
+)
+
+// ErrStreamTooLong is a stream that sent more than a request can carry.
+var ErrStreamTooLong = errors.New("the server sent more than the request can carry")
+
+// maxStreamChunks is the most text chunks a request of maxTokens output tokens may carry
+// before the client gives up on it: each chunk carries at least one token, so twice the
+// tokens and 64 spare (role, empty and tool chunks) is generous.
+func maxStreamChunks(maxTokens int) int {
+	if maxTokens <= 0 {
+		return 0
+	}
+	return 2*maxTokens + 64
+}
+
+// parseSSE is ParseSSE, keeping the text when keep is set, and stopping with
+// ErrStreamTooLong after maxChunks text chunks (0: no bound but the line and event bounds).
+func parseSSE(r io.Reader, now func() time.Duration, chat, keep bool, maxChunks int) (res SSEResult, _ error) {
 	var text strings.Builder
 	defer func() {
 		if keep {
@@ -177,11 +202,14 @@ func parseSSE(r io.Reader, now func() time.Duration, chat, keep bool) (res SSERe
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// A longer line: gather it whole.
+			// A longer line: gather it whole, up to maxSSELine.
 			full := append([]byte(nil), line...)
 			for errors.Is(err, bufio.ErrBufferFull) {
 				line, err = br.ReadSlice('\n')
 				full = append(full, line...)
+				if len(full) > maxSSELine {
+					return res, fmt.Errorf("%w: an SSE line longer than %d bytes", ErrStreamTooLong, maxSSELine)
+				}
 			}
 			line = full
 		}
@@ -195,6 +223,9 @@ func parseSSE(r io.Reader, now func() time.Duration, chat, keep bool) (res SSERe
 				data = append(data, '\n')
 			}
 			data = append(data, v...)
+			if len(data) > maxSSEEvent {
+				return res, fmt.Errorf("%w: an SSE event of more than %d bytes", ErrStreamTooLong, maxSSEEvent)
+			}
 		}
 		if err != nil {
 			dispatch()
@@ -205,6 +236,9 @@ func parseSSE(r io.Reader, now func() time.Duration, chat, keep bool) (res SSERe
 		}
 		if res.Done {
 			return res, nil
+		}
+		if maxChunks > 0 && len(res.Chunks) > maxChunks {
+			return res, fmt.Errorf("%w: %d text chunks for a request of at most %d", ErrStreamTooLong, len(res.Chunks), maxChunks)
 		}
 	}
 }
