@@ -73,6 +73,8 @@ type Options struct {
 	// KVCacheDtype is vLLM's --kv-cache-dtype ("" or "auto": BF16; fp8, fp8_e4m3,
 	// fp8_e5m2: an FP8 cache), written to the profiles' engine blocks.
 	KVCacheDtype string
+	// Models are models given by their shapes (ReadConfig), profiled like the named ones.
+	Models []Model
 }
 
 // Estimate builds the analytic profile of model on GPU type gpu at the smallest
@@ -98,11 +100,20 @@ func EstimateMem(model, gpu string, tp int, link roofline.Link, kvDtype string, 
 	if kvDtype != "" && !slices.Contains(formats.KVCacheDtypes, kvDtype) {
 		return nil, fmt.Errorf("kv cache dtype %q: must be one of %s", kvDtype, strings.Join(formats.KVCacheDtypes, ", "))
 	}
-	fp8 := strings.HasPrefix(kvDtype, "fp8")
 	m, err := Lookup(model)
 	if err != nil {
 		return nil, err
 	}
+	return EstimateModel(m, gpu, tp, link, kvDtype, memoryBytes)
+}
+
+// EstimateModel is EstimateMem for a model given by its shapes (a catalogue entry, or one
+// read from a Hugging Face config.json: ReadConfig).
+func EstimateModel(m Model, gpu string, tp int, link roofline.Link, kvDtype string, memoryBytes int64) (*formats.LLMProfile, error) {
+	if kvDtype != "" && !slices.Contains(formats.KVCacheDtypes, kvDtype) {
+		return nil, fmt.Errorf("kv cache dtype %q: must be one of %s", kvDtype, strings.Join(formats.KVCacheDtypes, ", "))
+	}
+	fp8 := strings.HasPrefix(kvDtype, "fp8")
 	g, err := gpus.Lookup(gpu)
 	if err != nil {
 		return nil, err
@@ -156,7 +167,17 @@ func EstimateMem(model, gpu string, tp int, link roofline.Link, kvDtype string, 
 		Iteration:            iteration(d, int(avgBatch)),
 		Engine:               engine,
 		StepTimes:            d.StepTimes(),
+		HFModel:              configID(m),
 	}, nil
+}
+
+// configID is the engine id a model read from a config.json carries (hf_model); "" for a
+// catalogue model, whose id the exports know.
+func configID(m Model) string {
+	if _, err := Lookup(m.Name); err == nil {
+		return ""
+	}
+	return m.HF
 }
 
 // engineDefaults are vLLM V1's engine settings for the GPU (LLM engine digest §4;
@@ -242,12 +263,21 @@ type Skipped struct {
 // given order. With Options.TP set, degrees that cannot serve a model are skipped (and
 // returned); an error if nothing is left. Without it, every pair must fit at some degree.
 func EstimateAll(modelNames, gpuNames []string, opt Options) ([]formats.LLMProfile, []Skipped, error) {
+	ms := make([]Model, 0, len(modelNames)+len(opt.Models))
+	for _, name := range modelNames {
+		m, err := Lookup(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		ms = append(ms, m)
+	}
+	ms = append(ms, opt.Models...)
 	var out []formats.LLMProfile
 	var skipped []Skipped
-	for _, m := range modelNames {
+	for _, m := range ms {
 		for _, g := range gpuNames {
 			if len(opt.TP) == 0 {
-				p, err := EstimateKV(m, g, 0, opt.Link, opt.KVCacheDtype)
+				p, err := EstimateModel(m, g, 0, opt.Link, opt.KVCacheDtype, 0)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -255,15 +285,12 @@ func EstimateAll(modelNames, gpuNames []string, opt Options) ([]formats.LLMProfi
 				continue
 			}
 			for _, tp := range opt.TP {
-				p, err := EstimateKV(m, g, tp, opt.Link, opt.KVCacheDtype)
+				p, err := EstimateModel(m, g, tp, opt.Link, opt.KVCacheDtype, 0)
 				if err != nil {
-					if _, lerr := Lookup(m); lerr != nil {
-						return nil, nil, lerr
-					}
 					if _, gerr := gpus.Lookup(g); gerr != nil {
 						return nil, nil, gerr
 					}
-					skipped = append(skipped, Skipped{Model: m, GPU: g, TP: tp, Reason: err})
+					skipped = append(skipped, Skipped{Model: m.Name, GPU: g, TP: tp, Reason: err})
 					continue
 				}
 				out = append(out, *p)
@@ -271,6 +298,9 @@ func EstimateAll(modelNames, gpuNames []string, opt Options) ([]formats.LLMProfi
 		}
 	}
 	if len(out) == 0 {
+		if len(skipped) == 0 {
+			return nil, nil, fmt.Errorf("no model and GPU to profile")
+		}
 		return nil, skipped, fmt.Errorf("no (model, GPU, tensor parallel size) combination fits: %v", skipped[0].Reason)
 	}
 	return out, skipped, nil

@@ -25,6 +25,8 @@ type Model struct {
 	Context int
 	// HF is the Hugging Face id whose config.json the shapes are from.
 	HF string
+	// TiedEmbeddings: the LM head shares the embedding's weights (tie_word_embeddings).
+	TiedEmbeddings bool
 }
 
 // Models from their published configurations (config.json of the HF id; field names in
@@ -86,7 +88,11 @@ func (m Model) ShapeParams() float64 {
 	attn := h*(q+2*kv)*d + q*d*h
 	mlp := 3 * h * float64(m.Intermediate)
 	layer := attn + mlp + 2*h
-	return float64(m.Layers)*layer + 2*float64(m.Vocab)*h + h
+	emb := 2.0 // embedding and LM head
+	if m.TiedEmbeddings {
+		emb = 1
+	}
+	return float64(m.Layers)*layer + emb*float64(m.Vocab)*h + h
 }
 
 // WeightBytes is the fp16 weight size.

@@ -19,7 +19,23 @@ import (
 func (r *profileRun) parseLLM() error {
 	a := r.opt
 	llmFlags := a.TPSet || a.LinkSet || a.Explain || a.KVCacheDtype != ""
+	for _, p := range a.LLMConfigs {
+		if a.Import != "" || isFile(a.LLM) {
+			return run.UsageErrorf("--llm-config %s: profiles a model from its shapes: not with --import or an imported --llm profile", p)
+		}
+		ms, err := llm.ReadConfigs(p)
+		if err != nil {
+			return run.UsageErrorf("--llm-config: %v", err)
+		}
+		for _, m := range ms {
+			if _, err := llm.Lookup(m.Name); err == nil || slices.ContainsFunc(r.llmModels, func(x llm.Model) bool { return x.Name == m.Name }) {
+				return run.UsageErrorf("--llm-config %s: model name %q is taken (a catalogue model or another config): put the config in a directory of another name", p, m.Name)
+			}
+			r.llmModels = append(r.llmModels, m)
+		}
+	}
 	switch {
+	case a.LLM == "" && len(r.llmModels) > 0:
 	case a.LLM == "":
 		if llmFlags {
 			return run.UsageErrorf("--tp, --link, --kv-cache-dtype and --explain: only with --llm MODEL[,MODEL...]")
@@ -41,6 +57,9 @@ func (r *profileRun) parseLLM() error {
 		return run.UsageErrorf("--kv-cache-dtype: %q: must be one of %s", d, strings.Join(formats.KVCacheDtypes, ", "))
 	}
 	for _, name := range strings.Split(a.LLM, ",") {
+		if a.LLM == "" {
+			break
+		}
 		name = strings.ToLower(strings.TrimSpace(name))
 		switch {
 		case name == "":
@@ -82,7 +101,7 @@ func (r *profileRun) llmProfiles(io *run.IO) ([]formats.LLMProfile, error) {
 		// A measured step log names its own engine (import.go).
 		return r.importLog()
 	}
-	if r.llmNames == nil {
+	if r.llmNames == nil && r.llmModels == nil {
 		ls, err := llm.Import(r.opt.LLM)
 		if err != nil {
 			return nil, run.UsageError(err)
@@ -93,7 +112,7 @@ func (r *profileRun) llmProfiles(io *run.IO) ([]formats.LLMProfile, error) {
 	if r.gpusSet {
 		gs = r.gpus
 	}
-	ls, skipped, err := llm.EstimateAll(r.llmNames, gs, llm.Options{TP: r.tps, Link: r.link, KVCacheDtype: r.opt.KVCacheDtype})
+	ls, skipped, err := llm.EstimateAll(r.llmNames, gs, llm.Options{TP: r.tps, Link: r.link, KVCacheDtype: r.opt.KVCacheDtype, Models: r.llmModels})
 	if err != nil {
 		return nil, run.UsageErrorf("--llm: %v", err)
 	}
@@ -102,7 +121,7 @@ func (r *profileRun) llmProfiles(io *run.IO) ([]formats.LLMProfile, error) {
 	}
 	if r.opt.Explain {
 		for _, l := range ls {
-			e, err := explainLLM(l, r.link)
+			e, err := explainLLM(l, r.link, r.llmModels)
 			if err != nil {
 				return nil, err
 			}
@@ -125,8 +144,13 @@ type llmExplain struct {
 	KV llm.KVMemory `json:"kv_memory"`
 }
 
-func explainLLM(p formats.LLMProfile, link roofline.Link) (llmExplain, error) {
+func explainLLM(p formats.LLMProfile, link roofline.Link, configs []llm.Model) (llmExplain, error) {
 	m, err := llm.Lookup(p.Model)
+	for _, c := range configs {
+		if c.Name == p.Model {
+			m, err = c, nil
+		}
+	}
 	if err != nil {
 		return llmExplain{}, err
 	}

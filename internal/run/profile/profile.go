@@ -70,6 +70,9 @@ type Args struct {
 	// KVCacheDtype is --kv-cache-dtype: vLLM's KV cache dtype for --llm estimates ("" =
 	// auto, BF16; fp8, fp8_e4m3, fp8_e5m2).
 	KVCacheDtype string
+	// LLMConfigs are --llm-config paths: Hugging Face config.json files, or directories of
+	// them, each a dense model profiled as --llm's catalogue names are.
+	LLMConfigs []string
 	// Explain prints each roofline LLM profile's step time by term (--explain).
 	Explain bool
 	// Import is a measured engine step log (CSV or JSONL) to fit an LLM profile's
@@ -120,8 +123,10 @@ type profileRun struct {
 	// step log, import.go) one engine's replay.
 	use formats.ProfileUse
 	// note is said on stderr once the profile is built (an engine-only import).
-	note      string
-	llmNames  []string // catalogue models --llm names ("all" expanded); nil for an import
+	note     string
+	llmNames []string // catalogue models --llm names ("all" expanded); nil for an import
+	// llmModels are the models --llm-config reads (Hugging Face config.json files).
+	llmModels []llm.Model
 	zoos      []string // the zoo architectures --zoo names (not its LLMs), in order
 	tps       []int    // --tp degrees; nil picks the smallest that fits
 	link      roofline.Link
@@ -329,7 +334,7 @@ func (r *profileRun) execute(ctx context.Context, io *run.IO) error {
 	var llms []formats.LLMProfile
 	name, desc := "", ""
 	switch {
-	case (r.opt.LLM != "" || r.opt.Import != "") && r.model == "" && r.opt.Zoo == "" && (r.opt.Backend == "" || r.opt.Backend == "roofline"):
+	case (r.opt.LLM != "" || r.opt.Import != "" || len(r.opt.LLMConfigs) > 0) && r.model == "" && r.opt.Zoo == "" && (r.opt.Backend == "" || r.opt.Backend == "roofline"):
 		// LLMs only.
 	case r.opt.Backend == "trt":
 		mp, err := r.importTRT()
@@ -375,7 +380,7 @@ func (r *profileRun) execute(ctx context.Context, io *run.IO) error {
 			name, desc = "zoo", models[0].Backend+" profiles of "+strings.Join(srcs, ", ")
 		}
 	}
-	if r.opt.LLM != "" || r.opt.Import != "" {
+	if r.opt.LLM != "" || r.opt.Import != "" || len(r.opt.LLMConfigs) > 0 {
 		ls, err := r.llmProfiles(io)
 		if err != nil {
 			return err

@@ -39,6 +39,7 @@ type profileOptions struct {
 	out       string
 	// calibrate, profile and model fit one LLM profile to a measured run (run/profile's
 	// calibrate.go).
+	llmConfigs   []string
 	kvCacheDtype string
 	calibrate    string
 	profile      string
@@ -64,7 +65,10 @@ Backends:
 With no model, profiles the embedded demo CNN analytically for the demo cluster's GPU types
 (L4, P4 at PPipe's vGPU x batch grid) and, when ONNX Runtime is available, on the local CPU.
 --llm adds LLM profiles (QLM): model names separated by commas, "all", or a profile file to
-import. Analytic LLM profiles time each step from NVIDIA's measured vLLM kernel tables on the
+import. --llm-config adds models a user brings as Hugging Face config.json files (repeatable;
+a directory of them): dense decoders (llama, mistral, qwen2/3, phi3, gemma, ...), named by
+their directories, with hf_model from the config; mixture-of-experts, latent-attention and
+quantized checkpoints are refused naming the field. Analytic LLM profiles time each step from NVIDIA's measured vLLM kernel tables on the
 H100, H200, B200, A100 and L40S (GEMMs, attention, vLLM's all-reduce; step_times "measured"),
 and from a roofline calibrated on the nearest measured architecture elsewhere ("estimated",
 with its error band); the KV capacity is vLLM's start-up budget (--kv-cache-dtype fp8 halves
@@ -104,6 +108,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
   plan profile --backend trt --trt-profile prof.json --trt-layers layers.json --gpu L4
   plan profile --llm all --gpu A10,A100,H100 -o llm.json
   plan profile --llm llama-3.1-8b --gpu H100 --tp 2 --kv-cache-dtype fp8 --explain -o llm-fp8.json
+  plan profile --llm-config profiler/llm/testdata/configs --gpu H100,A100 -o my-llms.json
   plan profile --llm llama-3.1-8b,llama-3.1-70b --gpu H100 --tp 1,2,4,8 --explain
   plan profile --zoo llama-2-70b --gpu A100
   plan profile --llm mistral-7b --gpu A100 --import steps.csv -o llm.json
@@ -116,7 +121,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
 			a := runprofile.Args{Zoo: o.zoo, Backend: o.backend, Device: o.device, DeviceSet: ch("device"), GPUs: o.gpus,
 				Batch: o.batch, VGPU: o.vgpu, Blocks: o.blocks, Partition: o.method, InputShape: o.inputShape,
 				TRTProfile: o.trtProfile, TRTLayers: o.trtLayers, LLM: o.llm, TP: o.tp, TPSet: ch("tp"), Link: o.link,
-				LinkSet: ch("link"), KVCacheDtype: o.kvCacheDtype, Explain: o.explain, Import: o.steps, GPUCount: o.gpuCount, GPUCountSet: ch("gpu-count"),
+				LinkSet: ch("link"), KVCacheDtype: o.kvCacheDtype, LLMConfigs: o.llmConfigs, Explain: o.explain, Import: o.steps, GPUCount: o.gpuCount, GPUCountSet: ch("gpu-count"),
 				KVCapacityTokens: o.kvTokens, KVCapacityTokensSet: ch("kv-capacity-tokens"), Precision: o.precision,
 				TRT: o.useTRT, Seed: o.seed, Out: o.out, Calibrate: o.calibrate, Profile: o.profile, ProfileModel: o.model,
 				Systems: app.Systems}
@@ -140,6 +145,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
 	f.StringVar(&o.trtLayers, "trt-layers", "", "trtexec --exportLayerInfo JSON (backend trt; detailed verbosity gives cut sizes)")
 	listVar(f, &o.llm, "llm", "", "LLM profiles: comma-separated names of "+strings.Join(llm.Names(), ", ")+"; all; or a profile file to import")
 	listVar(f, &o.tp, "tp", "", "with --llm: tensor-parallel degrees to profile, e.g. 1,2,4,8 or 1-8 (default: the smallest that fits)")
+	f.StringArrayVar(&o.llmConfigs, "llm-config", nil, "an LLM from its Hugging Face config.json (repeatable; or a directory of them): a dense decoder (llama, mistral, qwen2/3, phi3, gemma, ...), named by its directory, profiled as --llm's models are")
 	f.StringVar(&o.kvCacheDtype, "kv-cache-dtype", "", "with --llm: vLLM's --kv-cache-dtype: auto (BF16) or fp8, fp8_e4m3, fp8_e5m2 (half the KV bytes: twice the capacity, FP8-cache attention kernels; the exports pass it to vLLM)")
 	f.StringVar(&o.link, "link", "auto", "with --llm: GPU interconnect for tensor-parallel all-reduces: auto (NVLink where the GPU has it), nvlink or pcie")
 	f.BoolVar(&o.explain, "explain", false, "with --llm: print each roofline LLM profile's step time by term")
