@@ -38,6 +38,9 @@ type Settings struct {
 	Deterministic bool
 	// Progress, if set, receives solver progress (from the solving goroutine).
 	Progress func(Progress)
+	// Status, if set, receives a short description of a long phase's progress ("search:
+	// 12/48 candidates simulated"), for a status line; from any goroutine.
+	Status func(string)
 	// ToolVersion is recorded in the plan's provenance.
 	ToolVersion string
 	// Objective is "" (the planner's own: throughput, GPU count, latency) or ObjectiveCost:

@@ -37,7 +37,29 @@ func NewTask(w io.Writer, quiet bool, label, unit string, total int) *Task {
 	t := &Task{w: w, tty: IsTerminal(w) && os.Getenv("PLAN_NO_PROGRESS") == "", label: label, unit: unit, now: time.Now, total: total}
 	t.start = t.now()
 	t.draw(true)
+	if f, ok := w.(*os.File); ok && f != nil && t.tty {
+		go t.tick()
+	}
 	return t
+}
+
+// tick redraws a terminal's line every second until the task ends, so its time moves while
+// a long phase reports nothing (a MILP before its first incumbent, one simulation).
+func (t *Task) tick() {
+	tk := time.NewTicker(time.Second)
+	defer tk.Stop()
+	for range tk.C {
+		stop := true
+		t.with(func() {
+			if !t.ended {
+				stop = false
+				t.draw(false)
+			}
+		})
+		if stop {
+			return
+		}
+	}
 }
 
 // NewStatus starts a task without counted steps (a solve, a bench, one replay): on a

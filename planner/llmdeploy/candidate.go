@@ -144,6 +144,9 @@ type Options struct {
 	// failFast lets a probe stop its replay once it has failed for certain (settle):
 	// Capacity's, which reads nothing of a failed probe but its verdict.
 	failFast bool
+	// Progress, when set, is told after each candidate's capacity is found: done of total
+	// (from the search's workers, one at a time).
+	Progress func(done, total int)
 	// ctx, when set, cancels the search: a probe's replay stops at the next finished
 	// request and the capacity search at its next probe (SIGTERM, a deadline).
 	ctx context.Context

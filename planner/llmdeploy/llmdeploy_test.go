@@ -216,9 +216,21 @@ func TestSearchWorkersDeterministic(t *testing.T) {
 		resetMemo()
 		o := small
 		o.Workers = w
+		// Progress counts every candidate once, up to the total, in order.
+		last, calls := 0, 0
+		o.Progress = func(done, total int) {
+			calls++
+			if done != last+1 || done > total {
+				t.Errorf("progress %d/%d after %d", done, total, last)
+			}
+			last = done
+		}
 		res, err := Search(context.Background(), in, o)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if calls == 0 || calls != last {
+			t.Errorf("%d workers: progress called %d times, last %d", w, calls, last)
 		}
 		got = append(got, res)
 	}

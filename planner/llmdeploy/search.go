@@ -162,6 +162,8 @@ func evaluateAll(ctx context.Context, keep []Candidate, w *formats.Workload, o O
 	errs := make([]error, len(keep))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
 	for range min(o.Workers, max(len(keep), 1)) {
 		wg.Add(1)
 		go func() {
@@ -175,6 +177,12 @@ func evaluateAll(ctx context.Context, keep []Candidate, w *formats.Workload, o O
 				oc := o
 				oc.ctx = ctx
 				evals[i], errs[i] = capacityMemo(Evaluators[c.Mode], c, classesOf(w, c.Model), oc)
+				if o.Progress != nil {
+					mu.Lock()
+					done++
+					o.Progress(done, len(keep))
+					mu.Unlock()
+				}
 			}
 		}()
 	}

@@ -146,6 +146,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	pr := &progressPrinter{io: io, task: task}
 	if !io.Quiet {
 		settings.Progress = pr.report
+		settings.Status = task.Note
 	}
 	task.Note("solving")
 	plan, err := predict.Solve(ctx, a.Systems, pl, in, settings, a.Arrivals, func(s string) {

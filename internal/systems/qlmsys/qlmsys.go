@@ -100,7 +100,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		if s.Strategy != "" && s.Strategy != pq.Strategies[0] {
 			return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--strategy: %q: not with --search, which places every model's instances itself", s.Strategy)}}
 		}
-		plan, tables, err := search(ctx, in, pq.Flags{Strategy: pq.Strategies[0], Objective: planner.ObjectiveCost, Search: true}, s.ToolVersion, s.Deterministic)
+		plan, tables, err := search(ctx, in, pq.Flags{Strategy: pq.Strategies[0], Objective: planner.ObjectiveCost, Search: true}, s.ToolVersion, s.Deterministic, s.Status)
 		o.report = tables
 		return plan, err
 	}
@@ -166,7 +166,7 @@ func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Dura
 	}
 	in := planner.Inputs{Workload: e.Workload, Cluster: e.Cluster, Profiles: profs}
 	if rec.Objective == planner.ObjectiveCost && rec.Search {
-		re, _, err := search(ctx, in, rec, p.Provenance.ToolVersion, true)
+		re, _, err := search(ctx, in, rec, p.Provenance.ToolVersion, true, nil)
 		return re, err
 	}
 	if rec.Objective == planner.ObjectiveCost {
@@ -181,8 +181,14 @@ func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Dura
 
 // search is the deployment search (planner/llmdeploy) as a QLM plan, recording rec as the
 // plan's options, and its report tables. Candidates are simulated on every CPU.
-func search(ctx context.Context, in planner.Inputs, rec pq.Flags, tool string, deterministic bool) (*formats.Plan, []planner.Table, error) {
-	res, err := llmdeploy.Search(ctx, in, llmdeploy.Options{Workers: runtime.GOMAXPROCS(0)})
+func search(ctx context.Context, in planner.Inputs, rec pq.Flags, tool string, deterministic bool, status func(string)) (*formats.Plan, []planner.Table, error) {
+	o := llmdeploy.Options{Workers: runtime.GOMAXPROCS(0)}
+	if status != nil {
+		o.Progress = func(done, total int) {
+			status(fmt.Sprintf("search: %d/%d candidates simulated", done, total))
+		}
+	}
+	res, err := llmdeploy.Search(ctx, in, o)
 	var tables []planner.Table
 	if res != nil {
 		tables = res.Tables()
