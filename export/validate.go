@@ -53,6 +53,9 @@ func ValidateFor(files Files, deploy Deployable) error {
 			// JSON is YAML: model.json goes through the same schema check. A file of several
 			// documents (deploy/) checks each; errors name the document from its second on.
 			ds := Documents(data)
+			if len(ds) == 0 {
+				errs = append(errs, fmt.Sprintf("%s: empty: no document", name))
+			}
 			for i, d := range ds {
 				at := name
 				if len(ds) > 1 {
@@ -125,7 +128,9 @@ func SchemaFor(name string, doc map[string]any) (string, error) {
 }
 
 func validateYAML(name string, data []byte) []string {
-	js, err := yaml.YAMLToJSON(data)
+	// Strict: a key given twice is an error, not the last one winning (as everywhere else
+	// plan reads a file).
+	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return []string{err.Error()}
 	}
