@@ -11,6 +11,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/gammarand"
 )
 
 // Source yields arrival times in non-decreasing order; dataplane.Never ends the stream.
@@ -156,32 +157,9 @@ func (r *renewal) Next() dataplane.Time {
 	return dataplane.Time(r.t)
 }
 
-// GammaSample draws Gamma(shape, 1) by Marsaglia and Tsang's method ("A simple method for
-// generating gamma variables", ACM TOMS 2000); shape < 1 by their boost
-// Gamma(a) = Gamma(a+1)·U^(1/a). The arrival processes and `plan load`'s datasets share it.
-func GammaSample(r *rand.Rand, shape float64) float64 {
-	if shape < 1 {
-		u := r.Float64()
-		for u == 0 {
-			u = r.Float64()
-		}
-		return GammaSample(r, shape+1) * math.Pow(u, 1/shape)
-	}
-	d := shape - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		x := r.NormFloat64()
-		v := 1 + c*x
-		if v <= 0 {
-			continue
-		}
-		v = v * v * v
-		u := r.Float64()
-		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
-			return d * v
-		}
-	}
-}
+// GammaSample draws Gamma(shape, 1) (internal/gammarand). The arrival processes and `plan
+// load`'s datasets share it.
+func GammaSample(r *rand.Rand, shape float64) float64 { return gammarand.Sample(r, shape) }
 
 // mmpp is a two-state Markov-modulated Poisson process (state 0 = bursty, 1 = quiet).
 type mmpp struct {

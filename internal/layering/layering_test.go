@@ -96,6 +96,8 @@ var layers = []layer{
 	{"internal/goldencases", 0, "goldencases", 0},
 	// promcheck lints Prometheus expositions (promtool's rules) for serve's and cmd's tests.
 	{"internal/promcheck", 0, "promcheck", 0},
+	// gammarand is the one Gamma sampler (bursty arrivals, datasets, regenerated sends).
+	{"internal/gammarand", 0, "gammarand", 0},
 	// quantile is the one percentile definition (numpy's linear), for every report.
 	{"internal/quantile", 0, "quantile", 0},
 	// optflag binds a typed options struct to flags (the planners' options).

@@ -24,6 +24,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/jsonx"
+	"github.com/plan-dev/plan/internal/gammarand"
 )
 
 // Format is the kind of measured run ReadBenchResult reads (formats.LLMCalibration.Format).
@@ -422,7 +423,7 @@ func schedule(f *benchFile, n int, rate, burst float64, seed uint64) ([]float64,
 		case math.IsInf(burst, 1):
 			t += 1 / r
 		default:
-			t += gamma(rng, burst) / (r * burst)
+			t += gammarand.Sample(rng, burst) / (r * burst)
 		}
 		at[i] = t
 	}
@@ -465,34 +466,6 @@ func capConcurrency(sched, e2e []float64, c int) []float64 {
 		ends = slices.Insert(ends, k, e)
 	}
 	return send
-}
-
-// gamma draws Gamma(shape, 1) by Marsaglia and Tsang's method ("A simple method for
-// generating gamma variables", ACM TOMS 2000), shape < 1 by their boost
-// Gamma(a) = Gamma(a+1)·U^(1/a): the sampler of dataplane/workload, which this layer may not
-// import.
-func gamma(r *rand.Rand, shape float64) float64 {
-	if shape < 1 {
-		u := r.Float64()
-		for u == 0 {
-			u = r.Float64()
-		}
-		return gamma(r, shape+1) * math.Pow(u, 1/shape)
-	}
-	d := shape - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		x := r.NormFloat64()
-		v := 1 + c*x
-		if v <= 0 {
-			continue
-		}
-		v = v * v * v
-		u := r.Float64()
-		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
-			return d * v
-		}
-	}
 }
 
 // pythonLiterals rewrites the bare NaN, Infinity and -Infinity that Python's json module
