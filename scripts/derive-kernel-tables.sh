@@ -2,13 +2,19 @@
 # derive-kernel-tables.sh derives profiler/kerneltab/data from NVIDIA AIConfigurator's
 # published vLLM kernel tables (../shared/data/kernels, Apache-2.0; provenance in
 # profiler/kerneltab/data/NOTICE.md). It keeps what the dense LLM step model reads:
-#   gemm                    bfloat16 and fp8 (per-tensor) rows: m, n, k, latency
+#   gemm                    bfloat16 and fp8 (per-tensor) rows, and B200's nvfp4: m, n, k,
+#                           latency
 #   context_attention       full attention (window_size 0): batch_size, isl, num_heads,
 #                           num_key_value_heads, head_dim, kv_cache_dtype, latency
 #   generation_attention    full attention: batch_size, num_heads, num_key_value_heads,
 #                           head_dim, kv_cache_dtype, step, latency
 #   custom_allreduce        graph and eager rows: kernel_source, num_gpus, message_size, latency
 #   nccl                    half-precision rows: op_name, num_gpus, message_size, latency
+#   moe                     vLLM 0.24.0 (A100: 0.14.0) fused-MoE rows under skewed routing
+#                           (power_law_1.01: real routers are not uniform) of the weight
+#                           dtypes the step model plans (bfloat16, fp8, w4a16_mxfp4, nvfp4):
+#                           moe_dtype, num_tokens, hidden_size, inter_size, topk,
+#                           num_experts, moe_tp_size, moe_ep_size, latency
 # Columns the A100 tables drop as constant (head_dim 128, kv_cache_dtype bfloat16,
 # gemm_dtype bfloat16) are written back so every GPU's files have one schema. Repeated
 # measurements of one shape (A100 context attention) are averaged. Output is gzip -n (no
@@ -25,7 +31,7 @@ for sys in h100_sxm h200_sxm b200_sxm a100_sxm l40s; do
 	awk -F, -v OFS=, '
 		NR==1 { for (i=1;i<=NF;i++) c[$i]=i; print "gemm_dtype,m,n,k,latency"; next }
 		{ d = ("gemm_dtype" in c) ? $c["gemm_dtype"] : "bfloat16"
-		  if (d=="bfloat16" || d=="fp8") print d,$c["m"],$c["n"],$c["k"],$c["latency"] }' \
+		  if (d=="bfloat16" || d=="fp8" || d=="nvfp4") print d,$c["m"],$c["n"],$c["k"],$c["latency"] }' \
 		"$src/${sys}__gemm.csv" | gzip -9 -n >"$out/${sys}__gemm.csv.gz"
 	# context attention, averaged over repeated keys
 	awk -F, -v OFS=, '
@@ -51,5 +57,13 @@ for sys in h100_sxm h200_sxm b200_sxm a100_sxm l40s; do
 		NR==1 { for (i=1;i<=NF;i++) c[$i]=i; print "op_name,num_gpus,message_size,latency"; next }
 		$c["nccl_dtype"]=="half" { print $c["op_name"],$c["num_gpus"],$c["message_size"],$c["latency"] }' \
 		"$src/${sys}__nccl.csv" | gzip -9 -n >"$out/${sys}__nccl.csv.gz"
+	awk -F, -v OFS=, '
+		NR==1 { for (i=1;i<=NF;i++) c[$i]=i; print "moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,latency"; next }
+		("version" in c) && $c["version"]!="0.24.0" { next }
+		$c["distribution"]!="power_law_1.01" { next }
+		{ d = ("moe_dtype" in c) ? $c["moe_dtype"] : "bfloat16"
+		  if (d=="bfloat16" || d=="fp8" || d=="w4a16_mxfp4" || d=="nvfp4")
+			print d,$c["num_tokens"],$c["hidden_size"],$c["inter_size"],$c["topk"],$c["num_experts"],$c["moe_tp_size"],$c["moe_ep_size"],$c["latency"] }' \
+		"$src/${sys}__moe.csv" | gzip -9 -n >"$out/${sys}__moe.csv.gz"
 done
 du -cb "$out"/*.gz | tail -1

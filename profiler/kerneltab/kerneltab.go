@@ -5,7 +5,8 @@
 // interpolation in each table's own dimensions: GEMM by (m, n, k, dtype), prefill and decode
 // attention by (batch, length, heads, KV heads, head size, KV dtype), vLLM's tensor-parallel
 // all-reduce (custom kernel or its fallback, graph or eager) and NCCL collectives by
-// (message size, GPUs). Every answer says which measured point it came from, so
+// (message size, GPUs), and vLLM's fused MoE layer by (tokens) per model shape and split,
+// scaled between shapes. Every answer says which measured point it came from, so
 // `plan profile --explain` can show it. LeaveOneOut measures how well the interpolation
 // predicts a measured point it was not given.
 package kerneltab
@@ -79,6 +80,7 @@ var specs = map[string]tableSpec{
 	TableGenAttn:     {key: []string{"head_dim", "kv_cache_dtype"}, axes: []string{"batch_size", "num_heads", "num_key_value_heads", "step"}, grow: []float64{1, 0.5, 1, 1}},
 	TableAllReduce:   {key: []string{"kernel_source"}, axes: []string{"num_gpus", "message_size"}, grow: []float64{1, 1}},
 	TableNCCL:        {key: []string{"op_name"}, axes: []string{"num_gpus", "message_size"}, grow: []float64{1, 1}},
+	TableMoE:         {key: []string{"moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"}, axes: []string{"num_tokens"}, grow: []float64{1}},
 }
 
 var (
@@ -102,7 +104,7 @@ func Load(gpu string) (*Tables, error) {
 		return t, nil
 	}
 	t := &Tables{GPU: name, System: sys, slices: map[string]*grid{}}
-	for _, table := range []string{TableGEMM, TableContextAttn, TableGenAttn, TableAllReduce, TableNCCL} {
+	for _, table := range []string{TableGEMM, TableContextAttn, TableGenAttn, TableAllReduce, TableNCCL, TableMoE} {
 		if err := t.read(table); err != nil {
 			return nil, err
 		}
@@ -215,6 +217,8 @@ type Point struct {
 	Axes     []string  `json:"axes"`
 	At       []float64 `json:"at"`
 	Measured bool      `json:"measured"`
+	// ScaledFrom is the measured slice a shape the tables lack was scaled from (MoEUs).
+	ScaledFrom string `json:"scaled_from,omitempty"`
 }
 
 // String is "gemm[bfloat16] m=128 n=6144 k=4096 (measured)".
@@ -232,9 +236,12 @@ func (p Point) String() string {
 			fmt.Fprintf(&b, " %s=%.1f", a, v)
 		}
 	}
-	if p.Measured {
+	switch {
+	case p.ScaledFrom != "":
+		b.WriteString(" (scaled from " + p.ScaledFrom + ")")
+	case p.Measured:
 		b.WriteString(" (measured)")
-	} else {
+	default:
 		b.WriteString(" (interpolated)")
 	}
 	return b.String()
