@@ -11,34 +11,54 @@ import (
 	"strings"
 )
 
-// denseTypes are the Hugging Face model_type values of decoders the step model describes:
-// grouped-query attention and a gated MLP, one dense layer kind (Llama and its descendants).
-var denseTypes = []string{"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "granite", "olmo2", "internlm2", "exaone"}
+// denseTypes are the Hugging Face model_type values of decoders the step model describes
+// with one dense layer kind: grouped-query attention and a gated MLP (Llama and its
+// descendants; Gemma-3's language model).
+var denseTypes = []string{"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text", "granite", "olmo2", "internlm2", "exaone"}
 
-// moeFields name a mixture-of-experts config (the experts' count under its families' names),
-// mlaFields a multi-head-latent-attention one (DeepSeek): shapes the dense step model does
-// not describe.
-var (
-	moeFields = []string{"num_local_experts", "n_routed_experts", "num_experts"}
-	mlaFields = []string{"kv_lora_rank"}
-)
+// moeTypes are the mixture-of-experts families: the same attention, and MLPs that route
+// each token to top-k experts (Mixtral, Qwen-MoE, Llama-4, gpt-oss, Phi-MoE, OLMoE).
+var moeTypes = []string{"mixtral", "qwen2_moe", "qwen3_moe", "llama4_text", "gpt_oss", "phimoe", "olmoe"}
+
+// wrapperTypes hold their language model's config under text_config (multimodal
+// checkpoints whose text decoder is what serves tokens).
+var wrapperTypes = []string{"llama4", "gemma3", "mistral3"}
+
+// mlaFields name a multi-head-latent-attention config (DeepSeek-V2/V3, Kimi-K2): a KV
+// layout the step model does not describe.
+var mlaFields = []string{"kv_lora_rank"}
 
 // hfConfig is the part of a Hugging Face config.json the step model reads.
 type hfConfig struct {
-	ModelType          string   `json:"model_type"`
-	NameOrPath         string   `json:"_name_or_path"`
-	HiddenSize         *int     `json:"hidden_size"`
-	Layers             *int     `json:"num_hidden_layers"`
-	Heads              *int     `json:"num_attention_heads"`
-	KVHeads            *int     `json:"num_key_value_heads"`
-	HeadDim            *int     `json:"head_dim"`
-	Intermediate       *int     `json:"intermediate_size"`
-	Vocab              *int     `json:"vocab_size"`
-	MaxPosition        *int     `json:"max_position_embeddings"`
-	TieWordEmbeddings  *bool    `json:"tie_word_embeddings"`
-	TorchDtype         string   `json:"torch_dtype"`
-	SlidingWindow      *float64 `json:"sliding_window"`
-	QuantizationConfig any      `json:"quantization_config"`
+	ModelType          string          `json:"model_type"`
+	NameOrPath         string          `json:"_name_or_path"`
+	HiddenSize         *int            `json:"hidden_size"`
+	Layers             *int            `json:"num_hidden_layers"`
+	Heads              *int            `json:"num_attention_heads"`
+	KVHeads            *int            `json:"num_key_value_heads"`
+	HeadDim            *int            `json:"head_dim"`
+	Intermediate       *int            `json:"intermediate_size"`
+	Vocab              *int            `json:"vocab_size"`
+	MaxPosition        *int            `json:"max_position_embeddings"`
+	TieWordEmbeddings  *bool           `json:"tie_word_embeddings"`
+	TorchDtype         string          `json:"torch_dtype"`
+	SlidingWindow      *float64        `json:"sliding_window"`
+	QuantizationConfig json.RawMessage `json:"quantization_config"`
+	TextConfig         json.RawMessage `json:"text_config"`
+	// Mixture of experts, under each family's names.
+	NumLocalExperts   *int  `json:"num_local_experts"` // Mixtral, Llama-4, gpt-oss
+	NRoutedExperts    *int  `json:"n_routed_experts"`  // DeepSeek
+	NumExperts        *int  `json:"num_experts"`       // Qwen-MoE, OLMoE
+	ExpertsPerTok     *int  `json:"num_experts_per_tok"`
+	ExpertsPerToken   *int  `json:"experts_per_token"` // gpt-oss
+	MoEIntermediate   *int  `json:"moe_intermediate_size"`
+	SharedIntermedate *int  `json:"shared_expert_intermediate_size"` // Qwen2-MoE
+	NSharedExperts    *int  `json:"n_shared_experts"`                // DeepSeek
+	FirstKDense       *int  `json:"first_k_dense_replace"`           // DeepSeek
+	DecoderSparseStep *int  `json:"decoder_sparse_step"`             // Qwen-MoE
+	MLPOnlyLayers     []int `json:"mlp_only_layers"`                 // Qwen-MoE
+	InterleaveMoEStep *int  `json:"interleave_moe_layer_step"`       // Llama-4
+	IntermediateMLP   *int  `json:"intermediate_size_mlp"`           // Llama-4 dense layers
 }
 
 // ReadConfigs reads every config a path names: a config.json file, or a directory holding
@@ -102,12 +122,13 @@ func ReadConfigFile(path string) (Model, error) {
 	return m, err
 }
 
-// ReadConfig reads a dense decoder's shapes from a Hugging Face config.json: hidden_size,
+// ReadConfig reads a decoder's shapes from a Hugging Face config.json: hidden_size,
 // num_hidden_layers, num_attention_heads, num_key_value_heads (default: the heads),
 // head_dim (default hidden/heads), intermediate_size, vocab_size, max_position_embeddings,
-// tie_word_embeddings. A mixture-of-experts or latent-attention config, a quantized
-// checkpoint, or a model_type outside the dense families is refused naming the field, as
-// is a missing or out-of-range field. Errors name file, field and value.
+// tie_word_embeddings; for a mixture-of-experts family the experts (readMoE); a quantized
+// checkpoint's weight dtype (readQuantization); a multimodal wrapper's text_config. A
+// latent-attention config, a model_type outside the families, or a missing or out-of-range
+// field is refused; errors name file, field and value.
 func ReadConfig(file, name string, data []byte) (Model, error) {
 	bad := func(field string, v any, rule string) error {
 		return fmt.Errorf("%s: %s: %v: %s", file, field, v, rule)
@@ -116,39 +137,54 @@ func ReadConfig(file, name string, data []byte) (Model, error) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return Model{}, fmt.Errorf("%s: not a JSON object: %v", file, err)
 	}
-	var c hfConfig
-	if err := json.Unmarshal(data, &c); err != nil {
+	var top hfConfig
+	if err := json.Unmarshal(data, &top); err != nil {
 		return Model{}, fmt.Errorf("%s: %v", file, err)
 	}
-	for _, f := range moeFields {
-		if v, ok := raw[f]; ok && string(v) != "null" && string(v) != "0" {
-			return Model{}, bad(f, string(v), "a mixture-of-experts model: the step model describes dense decoders only (MoE is not modelled yet)")
+	c, prefix := top, ""
+	if slices.Contains(wrapperTypes, top.ModelType) {
+		if len(top.TextConfig) == 0 || string(top.TextConfig) == "null" {
+			return Model{}, bad("text_config", "missing", fmt.Sprintf("model_type %q keeps its language model there", top.ModelType))
+		}
+		raw = nil
+		if err := json.Unmarshal(top.TextConfig, &raw); err != nil {
+			return Model{}, bad("text_config", "not an object", err.Error())
+		}
+		c = hfConfig{}
+		if err := json.Unmarshal(top.TextConfig, &c); err != nil {
+			return Model{}, fmt.Errorf("%s: text_config: %v", file, err)
+		}
+		prefix = "text_config."
+		if c.ModelType == "" {
+			c.ModelType = top.ModelType + "_text"
+		}
+		if len(c.QuantizationConfig) == 0 {
+			c.QuantizationConfig = top.QuantizationConfig
 		}
 	}
 	for _, f := range mlaFields {
 		if v, ok := raw[f]; ok && string(v) != "null" {
-			return Model{}, bad(f, string(v), "multi-head latent attention (DeepSeek): not modelled yet")
+			return Model{}, bad(prefix+f, string(v), "multi-head latent attention (DeepSeek-V3, Kimi-K2): its KV layout is not modelled yet")
 		}
 	}
-	if c.QuantizationConfig != nil {
-		return Model{}, bad("quantization_config", "present", "a quantized checkpoint: the step model times BF16 weights only (weight quantization is not modelled yet)")
-	}
 	if c.ModelType == "" {
-		return Model{}, bad("model_type", `""`, "missing: the architecture must be named")
+		return Model{}, bad(prefix+"model_type", `""`, "missing: the architecture must be named")
 	}
-	if !slices.Contains(denseTypes, c.ModelType) {
-		return Model{}, bad("model_type", fmt.Sprintf("%q", c.ModelType), "not a dense decoder family the step model describes ("+strings.Join(denseTypes, ", ")+")")
+	familyDefaults(&c)
+	moe := slices.Contains(moeTypes, c.ModelType)
+	if !moe && !slices.Contains(denseTypes, c.ModelType) {
+		return Model{}, bad(prefix+"model_type", fmt.Sprintf("%q", c.ModelType), "not a decoder family the step model describes (dense: "+strings.Join(denseTypes, ", ")+"; mixture-of-experts: "+strings.Join(moeTypes, ", ")+")")
 	}
 	need := func(field string, p *int, lo int) (int, error) {
 		if p == nil {
-			return 0, bad(field, "missing", fmt.Sprintf("required for model_type %q", c.ModelType))
+			return 0, bad(prefix+field, "missing", fmt.Sprintf("required for model_type %q", c.ModelType))
 		}
 		if *p < lo || *p > 1<<24 {
-			return 0, bad(field, *p, fmt.Sprintf("must be in [%d, %d]", lo, 1<<24))
+			return 0, bad(prefix+field, *p, fmt.Sprintf("must be in [%d, %d]", lo, 1<<24))
 		}
 		return *p, nil
 	}
-	m := Model{Name: name, HF: c.NameOrPath}
+	m := Model{Name: name, HF: top.NameOrPath}
 	var err error
 	if m.Hidden, err = need("hidden_size", c.HiddenSize, 64); err != nil {
 		return Model{}, err
@@ -174,7 +210,7 @@ func ReadConfig(file, name string, data []byte) (Model, error) {
 			return Model{}, err
 		}
 		if m.KVHeads > m.Heads || m.Heads%m.KVHeads != 0 {
-			return Model{}, bad("num_key_value_heads", m.KVHeads, fmt.Sprintf("must divide num_attention_heads (%d)", m.Heads))
+			return Model{}, bad(prefix+"num_key_value_heads", m.KVHeads, fmt.Sprintf("must divide num_attention_heads (%d)", m.Heads))
 		}
 	}
 	m.HeadDim = m.Hidden / m.Heads
@@ -183,9 +219,203 @@ func ReadConfig(file, name string, data []byte) (Model, error) {
 			return Model{}, err
 		}
 	} else if m.Hidden%m.Heads != 0 {
-		return Model{}, bad("num_attention_heads", m.Heads, fmt.Sprintf("must divide hidden_size (%d) when head_dim is not given", m.Hidden))
+		return Model{}, bad(prefix+"num_attention_heads", m.Heads, fmt.Sprintf("must divide hidden_size (%d) when head_dim is not given", m.Hidden))
 	}
 	m.TiedEmbeddings = c.TieWordEmbeddings != nil && *c.TieWordEmbeddings
+	if moe {
+		if err := readMoE(&m, c, func(f string, v any, r string) error { return bad(prefix+f, v, r) }, need); err != nil {
+			return Model{}, err
+		}
+	} else {
+		for _, f := range []string{"num_local_experts", "n_routed_experts", "num_experts"} {
+			if v, ok := raw[f]; ok && string(v) != "null" && string(v) != "0" {
+				return Model{}, bad(prefix+f, string(v), fmt.Sprintf("experts in a model_type %q config: a mixture-of-experts model names its family (%s)", c.ModelType, strings.Join(moeTypes, ", ")))
+			}
+		}
+	}
+	if m.Weights, err = readQuantization(c.QuantizationConfig, func(f string, v any, r string) error { return bad(f, v, r) }); err != nil {
+		return Model{}, err
+	}
+	if m.Weights == WeightsMXFP4 && m.MoE == nil {
+		return Model{}, bad("quantization_config.quant_method", "mxfp4", "quantizes experts: the model has none")
+	}
 	m.ParamsB = math.Round(m.ShapeParams()/1e7) / 100
 	return m, nil
+}
+
+// familyDefaults fills what a family's config may leave to transformers' defaults:
+// Gemma-3's text config (Gemma3TextConfig: vocab_size 262208, max_position_embeddings
+// 131072, tied embeddings).
+func familyDefaults(c *hfConfig) {
+	if c.ModelType != "gemma3_text" {
+		return
+	}
+	def := func(p **int, v int) {
+		if *p == nil {
+			*p = &v
+		}
+	}
+	def(&c.Vocab, 262208)
+	def(&c.MaxPosition, 131072)
+	if c.TieWordEmbeddings == nil {
+		t := true
+		c.TieWordEmbeddings = &t
+	}
+}
+
+// readMoE reads the experts of a mixture-of-experts config: their count
+// (num_local_experts, n_routed_experts or num_experts), experts per token
+// (num_experts_per_tok or experts_per_token), an expert's intermediate size
+// (moe_intermediate_size, else intermediate_size), shared experts (Qwen2-MoE's
+// shared_expert_intermediate_size, DeepSeek's n_shared_experts, Llama-4's one of
+// intermediate_size) and which layers stay dense (first_k_dense_replace, decoder_sparse_step
+// and mlp_only_layers, interleave_moe_layer_step with intermediate_size_mlp).
+func readMoE(m *Model, c hfConfig, bad func(string, any, string) error, need func(string, *int, int) (int, error)) error {
+	e := &MoE{}
+	field, p := "num_local_experts", c.NumLocalExperts
+	for _, alt := range []struct {
+		f string
+		p *int
+	}{{"n_routed_experts", c.NRoutedExperts}, {"num_experts", c.NumExperts}} {
+		if p == nil && alt.p != nil {
+			field, p = alt.f, alt.p
+		}
+	}
+	var err error
+	if e.Experts, err = need(field, p, 2); err != nil {
+		return err
+	}
+	kf, kp := "num_experts_per_tok", c.ExpertsPerTok
+	if kp == nil && c.ExpertsPerToken != nil {
+		kf, kp = "experts_per_token", c.ExpertsPerToken
+	}
+	if e.TopK, err = need(kf, kp, 1); err != nil {
+		return err
+	}
+	if e.TopK > e.Experts {
+		return bad(kf, e.TopK, fmt.Sprintf("more experts per token than the %d experts (%s)", e.Experts, field))
+	}
+	e.Intermediate = m.Intermediate
+	if c.MoEIntermediate != nil {
+		if e.Intermediate, err = need("moe_intermediate_size", c.MoEIntermediate, 1); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.SharedIntermedate != nil:
+		if e.SharedIntermediate, err = need("shared_expert_intermediate_size", c.SharedIntermedate, 0); err != nil {
+			return err
+		}
+	case c.NSharedExperts != nil:
+		n, err := need("n_shared_experts", c.NSharedExperts, 0)
+		if err != nil {
+			return err
+		}
+		e.SharedIntermediate = n * e.Intermediate
+	case c.ModelType == "llama4_text":
+		e.SharedIntermediate = e.Intermediate // one shared expert per MoE layer
+	}
+	moeLayer := func(int) bool { return true }
+	switch {
+	case c.FirstKDense != nil:
+		k, err := need("first_k_dense_replace", c.FirstKDense, 0)
+		if err != nil {
+			return err
+		}
+		moeLayer = func(i int) bool { return i >= k }
+	case c.InterleaveMoEStep != nil:
+		s, err := need("interleave_moe_layer_step", c.InterleaveMoEStep, 1)
+		if err != nil {
+			return err
+		}
+		moeLayer = func(i int) bool { return (i+1)%s == 0 }
+	case c.DecoderSparseStep != nil || len(c.MLPOnlyLayers) > 0:
+		s := 1
+		if c.DecoderSparseStep != nil {
+			if s, err = need("decoder_sparse_step", c.DecoderSparseStep, 1); err != nil {
+				return err
+			}
+		}
+		moeLayer = func(i int) bool { return !slices.Contains(c.MLPOnlyLayers, i) && (i+1)%s == 0 }
+	}
+	for i := range m.Layers {
+		if !moeLayer(i) {
+			e.DenseLayers++
+		}
+	}
+	if e.DenseLayers == m.Layers {
+		return bad("num_hidden_layers", m.Layers, "no layer routes to experts (check first_k_dense_replace, decoder_sparse_step, mlp_only_layers, interleave_moe_layer_step)")
+	}
+	if c.ModelType == "llama4_text" {
+		// Llama-4's dense layers run intermediate_size_mlp; intermediate_size is the experts'.
+		if c.IntermediateMLP != nil {
+			if m.Intermediate, err = need("intermediate_size_mlp", c.IntermediateMLP, 1); err != nil {
+				return err
+			}
+		}
+	}
+	m.MoE = e
+	return nil
+}
+
+// readQuantization maps a checkpoint's quantization_config to the weight dtype it runs in:
+// fp8 (quant_method fp8; modelopt FP8; compressed-tensors 8-bit float weights), mxfp4
+// (gpt-oss), nvfp4 (modelopt NVFP4; compressed-tensors 4-bit float weights). INT8 and INT4
+// methods (AWQ, GPTQ, bitsandbytes, compressed-tensors integer) are refused: no measured
+// dense GEMM table times them.
+func readQuantization(raw json.RawMessage, bad func(string, any, string) error) (WeightDType, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return WeightsBF16, nil
+	}
+	var q struct {
+		Method       string `json:"quant_method"`
+		Algo         string `json:"quant_algo"`
+		ConfigGroups map[string]struct {
+			Weights *struct {
+				NumBits int    `json:"num_bits"`
+				Type    string `json:"type"`
+			} `json:"weights"`
+		} `json:"config_groups"`
+	}
+	if err := json.Unmarshal(raw, &q); err != nil {
+		return "", bad("quantization_config", "not an object", err.Error())
+	}
+	const f = "quantization_config.quant_method"
+	switch strings.ToLower(q.Method) {
+	case "fp8", "fbgemm_fp8":
+		return WeightsFP8, nil
+	case "mxfp4":
+		return WeightsMXFP4, nil
+	case "modelopt", "modelopt_fp4":
+		switch strings.ToUpper(q.Algo) {
+		case "FP8":
+			return WeightsFP8, nil
+		case "NVFP4":
+			return WeightsNVFP4, nil
+		}
+		return "", bad("quantization_config.quant_algo", fmt.Sprintf("%q", q.Algo), "modelopt: only FP8 and NVFP4 are modelled")
+	case "compressed-tensors":
+		keys := make([]string, 0, len(q.ConfigGroups))
+		for k := range q.ConfigGroups {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			w := q.ConfigGroups[k].Weights
+			if w == nil {
+				continue
+			}
+			switch {
+			case w.Type == "float" && w.NumBits == 8:
+				return WeightsFP8, nil
+			case w.Type == "float" && w.NumBits == 4:
+				return WeightsNVFP4, nil
+			}
+			return "", bad("quantization_config.config_groups."+k+".weights", fmt.Sprintf("%d-bit %s", w.NumBits, w.Type), "integer weights: no measured kernel table times INT8/INT4 dense GEMMs (FP8, MXFP4 and NVFP4 are modelled)")
+		}
+		return "", bad("quantization_config.config_groups", "no weights", "compressed-tensors: names no weight format")
+	case "":
+		return "", bad(f, `""`, "missing")
+	}
+	return "", bad(f, fmt.Sprintf("%q", q.Method), "not modelled: no measured kernel table times it (fp8, mxfp4, modelopt FP8/NVFP4 and compressed-tensors FP8/NVFP4 are)")
 }

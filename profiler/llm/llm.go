@@ -260,8 +260,8 @@ type Skipped struct {
 }
 
 // EstimateAll profiles every named model on every named GPU at every asked degree, in the
-// given order. With Options.TP set, degrees that cannot serve a model are skipped (and
-// returned); an error if nothing is left. Without it, every pair must fit at some degree.
+// given order. Degrees that cannot serve a model (with Options.TP set), or a model no
+// degree up to 8 GPUs holds, are skipped and returned; an error if nothing is left.
 func EstimateAll(modelNames, gpuNames []string, opt Options) ([]formats.LLMProfile, []Skipped, error) {
 	ms := make([]Model, 0, len(modelNames)+len(opt.Models))
 	for _, name := range modelNames {
@@ -279,7 +279,11 @@ func EstimateAll(modelNames, gpuNames []string, opt Options) ([]formats.LLMProfi
 			if len(opt.TP) == 0 {
 				p, err := EstimateModel(m, g, 0, opt.Link, opt.KVCacheDtype, 0)
 				if err != nil {
-					return nil, nil, err
+					if _, gerr := gpus.Lookup(g); gerr != nil {
+						return nil, nil, gerr
+					}
+					skipped = append(skipped, Skipped{Model: m.Name, GPU: g, Reason: err})
+					continue
 				}
 				out = append(out, *p)
 				continue

@@ -89,8 +89,14 @@ func TestEstimateAllAndImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(Names()) * len(DefaultGPUs); len(ps) != want || len(skipped) != 0 {
-		t.Fatalf("%d profiles (%d skipped), want %d", len(ps), len(skipped), want)
+	if want := len(Names()) * len(DefaultGPUs); len(ps)+len(skipped) != want || len(ps) < want/2 {
+		t.Fatalf("%d profiles (%d skipped), want %d in all", len(ps), len(skipped), want)
+	}
+	for _, s := range skipped {
+		// Only what eight GPUs cannot hold: Llama-4-Maverick's 400B on A10s, say.
+		if m, _ := Lookup(s.Model); !strings.Contains(s.Reason.Error(), "does not fit 8") || m.ParamsB < 20 {
+			t.Errorf("skipped %s on %s: %v", s.Model, s.GPU, s.Reason)
+		}
 	}
 	doc := &formats.Profile{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindProfile}, LLMs: ps}
 	path := filepath.Join(t.TempDir(), "llm.json")

@@ -27,35 +27,40 @@ type Model struct {
 	HF string
 	// TiedEmbeddings: the LM head shares the embedding's weights (tie_word_embeddings).
 	TiedEmbeddings bool
+	// MoE describes a mixture-of-experts model's expert layers; nil for a dense model.
+	MoE *MoE
+	// Weights is the dtype the decoder's linear layers run in: WeightsBF16 (""), or a
+	// quantized checkpoint's or vLLM --quantization's (Quantize).
+	Weights WeightDType
 }
 
-// Models from their published configurations (config.json of the HF id; field names in
-// parentheses): hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads,
-// head_dim, intermediate_size, vocab_size, max_position_embeddings. Parameter counts are the
-// model cards'.
-var models = []Model{
-	// mistralai/Mistral-7B-Instruct-v0.2: 4096, 32 layers, 32/8 heads, 14336, 32000.
-	{Name: "mistral-7b", ParamsB: 7.24, Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 32000, Context: 32768, HF: "mistralai/Mistral-7B-Instruct-v0.2"},
-	// lmsys/vicuna-13b-v1.5 (Llama-2-13B): 5120, 40 layers, 40 heads (MHA), 13824, 32000.
-	{Name: "vicuna-13b", ParamsB: 13.0, Layers: 40, Hidden: 5120, Heads: 40, KVHeads: 40, HeadDim: 128, Intermediate: 13824, Vocab: 32000, Context: 4096, HF: "lmsys/vicuna-13b-v1.5"},
-	// meta-llama/Llama-2-70b-hf: 8192, 80 layers, 64/8 heads, 28672, 32000.
-	{Name: "llama-2-70b", ParamsB: 69.0, Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 32000, Context: 4096, HF: "meta-llama/Llama-2-70b-hf"},
-	// meta-llama/Llama-2-7b-hf: 4096, 32 layers, 32 heads (MHA), 11008, 32000 — the 8B-class
-	// shape of the measured H100 kernel table (testdata/h100-kernels.csv).
-	{Name: "llama-2-7b", ParamsB: 6.74, Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 32, HeadDim: 128, Intermediate: 11008, Vocab: 32000, Context: 4096, HF: "meta-llama/Llama-2-7b-hf"},
-	// meta-llama/Llama-3.1-8B-Instruct: 4096, 32 layers, 32/8 heads, 14336, 128256, 131072.
-	{Name: "llama-3.1-8b", ParamsB: 8.03, Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 128256, Context: 131072, HF: "meta-llama/Llama-3.1-8B-Instruct"},
-	// meta-llama/Llama-3.1-70B-Instruct: 8192, 80 layers, 64/8 heads, 28672, 128256, 131072.
-	{Name: "llama-3.1-70b", ParamsB: 70.6, Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 128256, Context: 131072, HF: "meta-llama/Llama-3.1-70B-Instruct"},
-	// Qwen/Qwen2.5-7B-Instruct: 3584, 28 layers, 28/4 heads, 18944, 152064, 32768 (131072
-	// with YaRN scaling, which the config does not enable). 7.61B.
-	{Name: "qwen2.5-7b", ParamsB: 7.61, Layers: 28, Hidden: 3584, Heads: 28, KVHeads: 4, HeadDim: 128, Intermediate: 18944, Vocab: 152064, Context: 32768, HF: "Qwen/Qwen2.5-7B-Instruct"},
-	// Qwen/Qwen2.5-32B-Instruct: 5120, 64 layers, 40/8 heads, 27648, 152064, 32768. 32.5B.
-	{Name: "qwen2.5-32b", ParamsB: 32.5, Layers: 64, Hidden: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, Intermediate: 27648, Vocab: 152064, Context: 32768, HF: "Qwen/Qwen2.5-32B-Instruct"},
-	// mistralai/Mistral-Nemo-Instruct-2407: 5120, 40 layers, 32/8 heads, head_dim 128, 14336,
-	// 131072; a 128k context (the config's max_position_embeddings says 1024000). 12.2B.
-	{Name: "mistral-nemo-12b", ParamsB: 12.2, Layers: 40, Hidden: 5120, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 131072, Context: 131072, HF: "mistralai/Mistral-Nemo-Instruct-2407"},
+// MoE is a mixture-of-experts decoder's expert layers (Mixtral, Qwen-MoE, Llama-4,
+// gpt-oss): in each MoE layer a router picks TopK of Experts routed experts per token,
+// each a gated MLP of Intermediate, beside an always-on shared expert of
+// SharedIntermediate (0: none). DenseLayers of the model's layers keep a dense MLP of
+// Model.Intermediate instead (DeepSeek's first_k_dense_replace, Llama-4 Maverick's
+// interleaving, Qwen's mlp_only_layers).
+type MoE struct {
+	Experts            int `json:"experts"`
+	TopK               int `json:"experts_per_token"`
+	Intermediate       int `json:"expert_intermediate_size"`
+	SharedIntermediate int `json:"shared_intermediate_size,omitempty"`
+	DenseLayers        int `json:"dense_layers,omitempty"`
 }
+
+// moeLayers is how many layers route to experts (0 for a dense model).
+func (m Model) moeLayers() int {
+	if m.MoE == nil {
+		return 0
+	}
+	return m.Layers - m.MoE.DenseLayers
+}
+
+// denseLayers is how many layers run a dense MLP.
+func (m Model) denseLayers() int { return m.Layers - m.moeLayers() }
+
+// models is the catalogue: the embedded Hugging Face configs (catalogue.go).
+var models = mustLoadCatalogue()
 
 // DefaultGPUs are the GPU types QLM's evaluation used.
 var DefaultGPUs = []string{"A10", "A100", "H100"}
@@ -84,19 +89,69 @@ func Lookup(name string) (Model, error) {
 // layer the Q, K, V and O projections, the gate, up and down projections and two norms, and
 // the final norm. Biases (Qwen2.5's QKV bias) are left out: under 0.01%.
 func (m Model) ShapeParams() float64 {
-	h, q, kv, d := float64(m.Hidden), float64(m.Heads), float64(m.KVHeads), float64(m.HeadDim)
-	attn := h*(q+2*kv)*d + q*d*h
-	mlp := 3 * h * float64(m.Intermediate)
-	layer := attn + mlp + 2*h
+	return m.decoderLinearParams(false) + m.otherParams()
+}
+
+// otherParams are the parameters outside the decoder's linear layers: the embedding, the
+// LM head (untied), the norms and the routers — what stays BF16 in a quantized checkpoint.
+func (m Model) otherParams() float64 {
+	h := float64(m.Hidden)
 	emb := 2.0 // embedding and LM head
 	if m.TiedEmbeddings {
 		emb = 1
 	}
-	return float64(m.Layers)*layer + emb*float64(m.Vocab)*h + h
+	router := 0.0
+	if m.MoE != nil {
+		router = float64(m.moeLayers()) * h * float64(m.MoE.Experts)
+	}
+	return float64(m.Layers)*2*h + emb*float64(m.Vocab)*h + h + router
 }
 
-// WeightBytes is the fp16 weight size.
-func (m Model) WeightBytes() int64 { return int64(m.ParamsB * 1e9 * 2) }
+// decoderLinearParams are the attention projections and MLPs of every layer (with
+// expertsOnly, the routed experts alone: the part an MXFP4 checkpoint quantizes).
+func (m Model) decoderLinearParams(expertsOnly bool) float64 {
+	h, q, kv, d := float64(m.Hidden), float64(m.Heads), float64(m.KVHeads), float64(m.HeadDim)
+	attn := h*(q+2*kv)*d + q*d*h
+	dense := 3 * h * float64(m.Intermediate)
+	experts := 0.0
+	moe := 0.0
+	if m.MoE != nil {
+		experts = float64(m.MoE.Experts) * 3 * h * float64(m.MoE.Intermediate)
+		moe = experts + 3*h*float64(m.MoE.SharedIntermediate)
+	}
+	if expertsOnly {
+		return float64(m.moeLayers()) * experts
+	}
+	return float64(m.Layers)*attn + float64(m.denseLayers())*dense + float64(m.moeLayers())*moe
+}
+
+// ActiveParams is the parameters one token runs through: all but the routed experts it
+// does not pick (the shape count for a dense model).
+func (m Model) ActiveParams() float64 {
+	p := m.ShapeParams()
+	if m.MoE == nil {
+		return p
+	}
+	unused := float64(m.MoE.Experts-m.MoE.TopK) * 3 * float64(m.Hidden) * float64(m.MoE.Intermediate)
+	return p - float64(m.moeLayers())*unused
+}
+
+// WeightBytes is the weights' size: the published parameter count at two bytes (BF16), less
+// what quantization saves on the decoder's linear layers (all of them for FP8 and NVFP4,
+// the routed experts for MXFP4; embeddings, LM head, norms and routers stay BF16, as vLLM
+// loads them).
+func (m Model) WeightBytes() int64 {
+	b := m.ParamsB * 1e9 * 2
+	switch m.Weights {
+	case WeightsFP8:
+		b -= m.decoderLinearParams(false) * (2 - 1)
+	case WeightsNVFP4:
+		b -= m.decoderLinearParams(false) * (2 - fp4Bytes)
+	case WeightsMXFP4:
+		b -= m.decoderLinearParams(true) * (2 - fp4Bytes)
+	}
+	return int64(b)
+}
 
 // KVBytesPerToken is K and V, fp16, for every layer and KV head.
 func (m Model) KVBytesPerToken() int64 {
@@ -119,6 +174,20 @@ func kvElemBytes(fp8 bool) int64 {
 		return 1
 	}
 	return 2
+}
+
+// CheckEP refuses expert parallelism over tp GPUs where it cannot run: a dense model, one
+// GPU, or a degree that does not divide the routed experts (each rank holds whole experts).
+func (m Model) CheckEP(tp int) error {
+	switch {
+	case m.MoE == nil:
+		return fmt.Errorf("expert parallelism: %s is a dense model (no experts)", m.Name)
+	case tp < 2:
+		return fmt.Errorf("expert parallelism over %d GPU: needs at least 2", tp)
+	case m.MoE.Experts%tp != 0:
+		return fmt.Errorf("expert parallel size %d: does not divide %s's %d experts", tp, m.Name, m.MoE.Experts)
+	}
+	return nil
 }
 
 // CheckTP refuses a tensor-parallel degree the engine cannot shard the model over: 1–8 GPUs,

@@ -17,6 +17,9 @@ type Breakdown struct {
 	GEMM float64 `json:"gemm_us"`
 	// Attention: prefill (FlashAttention, compute-bound) or decode (KV read) attention.
 	Attention float64 `json:"attention_us"`
+	// MoE: the fused expert layers (routing, the top-k experts' GEMMs, activation) of a
+	// mixture-of-experts model; the router's and shared experts' GEMMs are in GEMM.
+	MoE float64 `json:"moe_us,omitempty"`
 	// AllReduce: two tensor-parallel all-reduces per layer and one after the embedding.
 	AllReduce float64 `json:"allreduce_us"`
 	// Elementwise: RMSNorms, rotary embedding, SiLU-and-mul and the residual add.
@@ -30,12 +33,14 @@ type Breakdown struct {
 
 // Source is one kernel of a term and the measured-table point its time came from.
 type Source struct {
-	Term  string          `json:"term"` // gemm, attention or allreduce
+	Term  string          `json:"term"` // gemm, attention, moe or allreduce
 	Point kerneltab.Point `json:"point"`
 }
 
 // Kernels is the GPU time of the step: every term but the overhead.
-func (b Breakdown) Kernels() float64 { return b.GEMM + b.Attention + b.AllReduce + b.Elementwise }
+func (b Breakdown) Kernels() float64 {
+	return b.GEMM + b.Attention + b.MoE + b.AllReduce + b.Elementwise
+}
 
 // Total is the step time.
 func (b Breakdown) Total() float64 { return b.Kernels() + b.Overhead }
@@ -54,6 +59,19 @@ type Deployment struct {
 	// kvFP8: the KV cache is FP8 (vLLM's --kv-cache-dtype fp8): attention reads the
 	// measured FP8-cache kernels, and a token's KV is half the bytes.
 	kvFP8 bool
+	// ep: the experts are spread over the TP GPUs whole (vLLM's --enable-expert-parallel)
+	// rather than each split TP ways; see moeUs.
+	ep bool
+}
+
+// WithExpertParallel returns d with its experts placed whole on the GPUs (expert
+// parallelism over the tensor-parallel group), after CheckEP.
+func (d Deployment) WithExpertParallel() (Deployment, error) {
+	if err := d.Model.CheckEP(d.TP); err != nil {
+		return d, err
+	}
+	d.ep = true
+	return d, nil
 }
 
 // WithKVCache returns d with an FP8 (fp8) or BF16 KV cache.
@@ -73,6 +91,9 @@ func (d Deployment) kvDType() kerneltab.DType {
 // NewDeployment checks the tensor-parallel degree and the link.
 func NewDeployment(m Model, g gpus.Spec, tp int, link roofline.Link) (Deployment, error) {
 	if err := m.CheckTP(tp); err != nil {
+		return Deployment{}, err
+	}
+	if err := CheckWeights(m.Weights, g); err != nil {
 		return Deployment{}, err
 	}
 	d := Deployment{Model: m, GPU: g, TP: tp, Link: link, k: roofline.NewKernels(g)}
@@ -119,10 +140,21 @@ func (d Deployment) StepTimes() string {
 // the all-reduce tables' rows (graph or eager) a step pays.
 const cudaGraphMaxTokens = 512
 
-// gemmUs is one BF16 linear layer of m tokens (n outputs, k inputs) on one GPU.
+// gemmUs is one decoder linear layer of m tokens (n outputs, k inputs) on one GPU, in the
+// model's weight dtype; a dtype the GPU's tables lack (FP8 on the A100, which runs it
+// weight-only at BF16 compute) is timed as BF16.
 func (d Deployment) gemmUs(b *Breakdown, m, n, k int) float64 {
+	return d.gemmAt(b, d.Model.Weights.gemmDType(), m, n, k)
+}
+
+// gemmAt is one linear layer in dtype dt (the LM head and routers stay BF16).
+func (d Deployment) gemmAt(b *Breakdown, dt kerneltab.DType, m, n, k int) float64 {
 	if d.tab != nil && m > 0 {
-		if us, p, err := d.tab.GEMMUs(kerneltab.BF16, m, n, k); err == nil {
+		us, p, err := d.tab.GEMMUs(dt, m, n, k)
+		if err != nil && dt != kerneltab.BF16 {
+			us, p, err = d.tab.GEMMUs(kerneltab.BF16, m, n, k)
+		}
+		if err == nil {
 			b.Sources = append(b.Sources, Source{Term: "gemm", Point: p})
 			return us
 		}
@@ -141,33 +173,48 @@ func mustDeployment(m Model, g gpus.Spec, tp int) Deployment {
 	return d
 }
 
-// LayerGEMMUs is the projection GEMMs of one layer over tokens rows on one GPU: QKV (the
-// GPU's query and KV heads), output, gate and up fused, down.
+// LayerGEMMUs is the projection GEMMs of one dense layer over tokens rows on one GPU: QKV
+// (the GPU's query and KV heads), output, gate and up fused, down.
 func (d Deployment) LayerGEMMUs(tokens int) float64 {
-	return d.layerGEMMUs(&Breakdown{}, tokens)
+	var b Breakdown
+	return d.attnProjUs(&b, tokens) + d.mlpUs(&b, tokens, d.Model.Intermediate)
 }
 
-func (d Deployment) layerGEMMUs(b *Breakdown, tokens int) float64 {
+// attnProjUs is one layer's QKV and output projections.
+func (d Deployment) attnProjUs(b *Breakdown, tokens int) float64 {
 	m, tp := d.Model, d.TP
 	qd := m.Heads / tp * m.HeadDim
 	kvd := m.kvHeadsPerGPU(tp) * m.HeadDim
-	inter := m.Intermediate / tp
-	return d.gemmUs(b, tokens, qd+2*kvd, m.Hidden) +
-		d.gemmUs(b, tokens, m.Hidden, qd) +
-		d.gemmUs(b, tokens, 2*inter, m.Hidden) +
-		d.gemmUs(b, tokens, m.Hidden, inter)
+	return d.gemmUs(b, tokens, qd+2*kvd, m.Hidden) + d.gemmUs(b, tokens, m.Hidden, qd)
 }
 
-// LayerElementwiseUs is the elementwise kernels of one layer over tokens rows: two RMSNorms
-// (read and write tokens×hidden), rotary embedding of the GPU's query and key heads (read and
-// write), SiLU-and-mul (read gate and up, write one) and one residual add (read two, write
-// one; vLLM fuses the other into the next norm) — the kernels of the measured table.
+// mlpUs is a gated MLP of intermediate size inter split over the TP GPUs: gate and up
+// fused, down (0 for inter 0).
+func (d Deployment) mlpUs(b *Breakdown, tokens, inter int) float64 {
+	if inter <= 0 {
+		return 0
+	}
+	i := max(inter/d.TP, 1)
+	return d.gemmUs(b, tokens, 2*i, d.Model.Hidden) + d.gemmUs(b, tokens, d.Model.Hidden, i)
+}
+
+// LayerElementwiseUs is the elementwise kernels of one dense layer over tokens rows: two
+// RMSNorms (read and write tokens×hidden), rotary embedding of the GPU's query and key heads
+// (read and write), SiLU-and-mul (read gate and up, write one) and one residual add (read
+// two, write one; vLLM fuses the other into the next norm) — the kernels of the measured
+// table.
 func (d Deployment) LayerElementwiseUs(tokens int) float64 {
+	return d.layerElementwiseUs(tokens, d.Model.Intermediate)
+}
+
+// layerElementwiseUs: inter is the MLP whose activation runs as its own kernel (a fused MoE
+// layer applies its experts' inside; its shared expert's runs apart).
+func (d Deployment) layerElementwiseUs(tokens, inter int) float64 {
 	m, tp := d.Model, d.TP
 	t, h := float64(tokens), float64(m.Hidden)
 	norm := d.k.ElementwiseUs(4 * t * h)
 	rope := d.k.ElementwiseUs(4 * t * float64((m.Heads/tp+m.kvHeadsPerGPU(tp))*m.HeadDim))
-	act := d.k.ElementwiseUs(6 * t * float64(m.Intermediate/tp))
+	act := d.k.ElementwiseUs(6 * t * float64(inter/tp))
 	add := d.k.ElementwiseUs(6 * t * h)
 	return 2*norm + rope + act + add
 }
@@ -236,9 +283,16 @@ func (d Deployment) allReduces() int { return 2*d.Model.Layers + 1 }
 // for logits rows, attention (already in b) given.
 func (d Deployment) step(b Breakdown, tokens, logits int) Breakdown {
 	m := d.Model
-	l := float64(m.Layers)
-	b.GEMM = l*d.layerGEMMUs(&b, tokens) + d.gemmUs(&b, logits, m.Vocab/d.TP, m.Hidden)
-	b.Elementwise = l * d.LayerElementwiseUs(tokens)
+	l, dense, moe := float64(m.Layers), float64(m.denseLayers()), float64(m.moeLayers())
+	b.GEMM = l*d.attnProjUs(&b, tokens) + dense*d.mlpUs(&b, tokens, m.Intermediate) +
+		d.gemmAt(&b, kerneltab.BF16, logits, m.Vocab/d.TP, m.Hidden)
+	b.Elementwise = dense * d.layerElementwiseUs(tokens, m.Intermediate)
+	if m.MoE != nil {
+		// The router (replicated, BF16) and the shared expert (a dense MLP split TP ways).
+		b.GEMM += moe * (d.gemmAt(&b, kerneltab.BF16, tokens, m.MoE.Experts, m.Hidden) + d.mlpUs(&b, tokens, m.MoE.SharedIntermediate))
+		b.Elementwise += moe * d.layerElementwiseUs(tokens, m.MoE.SharedIntermediate)
+		b.MoE = moe * d.moeUs(&b, tokens)
+	}
 	b.Overhead = stepOverheadUs
 	if d.TP > 1 {
 		b.AllReduce = float64(d.allReduces())*d.allReduceUs(&b, tokens) + d.logitsGatherUs(&b, logits)

@@ -25,16 +25,23 @@ func TestParamsMatchShapes(t *testing.T) {
 	}
 }
 
-// TestCatalogueShards: every catalogue model shards over the power-of-two degrees GPUCount
-// tries, or names why not; non-divisors and degrees outside 1..8 are refused.
+// TestCatalogueShards: every catalogue model shards over one and two GPUs and over four or
+// eight (Phi-4's 10 KV heads refuse both: vLLM's rule); non-divisors and degrees outside
+// 1..8 are refused.
 func TestCatalogueShards(t *testing.T) {
 	for _, name := range Names() {
 		m, _ := Lookup(name)
-		for _, tp := range []int{1, 2, 4} {
+		for _, tp := range []int{1, 2} {
 			if err := m.CheckTP(tp); err != nil {
 				t.Errorf("%s: %v", name, err)
 			}
 		}
+		if m.CheckTP(4) != nil && m.CheckTP(8) != nil && name != "phi-4" {
+			t.Errorf("%s: shards over neither 4 nor 8 GPUs", name)
+		}
+	}
+	if phi, _ := Lookup("phi-4"); phi.CheckTP(4) == nil || !strings.Contains(phi.CheckTP(4).Error(), "10 KV heads") {
+		t.Errorf("phi-4 tp 4: %v, want refused naming its 10 KV heads", phi.CheckTP(4))
 	}
 	qwen, _ := Lookup("qwen2.5-7b") // 28 query heads, 4 KV heads
 	for _, tc := range []struct {
