@@ -64,11 +64,21 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	bodyRead(r)
-	req, err := kserve.DecodeInfer(body, t.Input())
+	var req kserve.InferRequest
+	if h := r.Header.Values(kserve.BinaryHeader); len(h) > 0 {
+		// Triton's binary tensor data extension: JSON, then the inputs' raw bytes.
+		if len(h) > 1 {
+			err = fmt.Errorf("%s: given %d times: give it once", kserve.BinaryHeader, len(h))
+		} else {
+			req, err = kserve.DecodeInferBinary(body, h[0], t.Input())
+		}
+	} else {
+		req, err = kserve.DecodeInfer(body, t.Input())
+	}
 	if err == nil {
 		// A requested output the model does not have is refused, as the gRPC front end
 		// refuses it, never silently answered with the one it does have.
-		err = kserve.CheckOutputs(req.Outputs, t.Output())
+		err = kserve.CheckOutputs(name, req.Outputs, t.Output())
 	}
 	if err != nil {
 		s.Reject(400, "bad-request")

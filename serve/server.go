@@ -447,7 +447,8 @@ func (s *Server) coreRoutes() []route {
 		}},
 		{RouteDoc{"GET /v2/health/ready", "readiness"}, s.handleReady},
 		{RouteDoc{"GET /v2", "server metadata"}, func(w http.ResponseWriter, _ *http.Request) {
-			writeJSON(w, 200, map[string]any{"name": "plan", "version": "v2", "extensions": []string{}})
+			// Triton lists the binary tensor data extension there; its clients read it.
+			writeJSON(w, 200, map[string]any{"name": "plan", "version": "v2", "extensions": []string{kserve.BinaryExtension}})
 		}},
 		{RouteDoc{"GET /metrics", "Prometheus metrics"}, s.handleMetrics},
 		{RouteDoc{"GET /v1/plan", "the active plan"}, s.handleGetPlan},

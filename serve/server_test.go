@@ -193,7 +193,7 @@ func TestBadInput(t *testing.T) {
 		{"count mismatch", url, `{"inputs":[{"name":"input","shape":[1,3],"datatype":"FP32","data":[1,2]}]}`, 400, "needs 3"},
 		{"not a number", url, `{"inputs":[{"name":"input","shape":[1,1],"datatype":"FP32","data":["x"]}]}`, 400, "want a number"},
 		{"wrong name", url, `{"inputs":[{"name":"image","shape":[1,1],"datatype":"FP32","data":[1]}]}`, 400, "the model's input"},
-		{"unknown output", url, `{"inputs":[{"name":"input","shape":[1,1],"datatype":"FP32","data":[1]}],"outputs":[{"name":"nope"}]}`, 400, "the model's output is"},
+		{"unknown output", url, `{"inputs":[{"name":"input","shape":[1,1],"datatype":"FP32","data":[1]}],"outputs":[{"name":"nope"}]}`, 400, `unexpected inference output \"nope\" for model \"demo\": its output is \"output\"`},
 		{"too large", url, inferBody(make([]float32, 600)...), 413, "--max-body 1024"},
 		{"unknown model", ts.URL + "/v2/models/nope/infer", inferBody(1), 404, "serves demo"},
 	}

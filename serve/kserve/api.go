@@ -159,15 +159,30 @@ func DecodeInferRequest(body []byte, spec TensorSpec) (*InferRequest, error) {
 // DecodeInfer is DecodeInferRequest returning the request by value (the HTTP handler's hot path
 // keeps it on its stack).
 func DecodeInfer(body []byte, spec TensorSpec) (InferRequest, error) {
-	req, ok := decodeInferFast(body, spec)
+	return decodeInfer(body, nil, false, spec)
+}
+
+// decodeInfer decodes the JSON request js and, for a body of the binary tensor data
+// extension (binary), takes the data of the inputs that declare binary_data_size from bin.
+func decodeInfer(js, bin []byte, binary bool, spec TensorSpec) (InferRequest, error) {
+	req, ok := decodeInferFast(js, spec)
 	if !ok {
 		var err error
-		if req, err = decodeInferJSON(body); err != nil {
+		if req, err = decodeInferJSON(js, binary); err != nil {
 			return InferRequest{}, err
 		}
 	}
+	raws, err := binaryInputs(req.Inputs, bin, binary)
+	if err != nil {
+		return InferRequest{}, err
+	}
 	if len(req.Inputs) != 1 {
 		return InferRequest{}, badf("inputs: %d tensors: the model takes exactly one (%s)", len(req.Inputs), spec.Name)
+	}
+	if raws != nil && raws[0] != nil {
+		if err := fromBinary(&req.Inputs[0], raws[0], spec); err != nil {
+			return InferRequest{}, err
+		}
 	}
 	// The same check as every other front end's (serve.Server.Submit: KServe gRPC, ...).
 	if err := CheckInput(&req.Inputs[0], spec); err != nil {
@@ -177,12 +192,18 @@ func DecodeInfer(body []byte, spec TensorSpec) (InferRequest, error) {
 }
 
 // decodeInferJSON is the reference decoder: jsonx's gate (nesting, duplicate and
-// case-variant keys, null numbers), then encoding/json with unknown fields refused.
-func decodeInferJSON(body []byte) (InferRequest, error) {
+// case-variant keys, null numbers), then encoding/json with unknown fields refused. binary:
+// body is the JSON part of a binary tensor data body (BinaryHeader gave its length).
+func decodeInferJSON(body []byte, binary bool) (InferRequest, error) {
 	var req InferRequest
 	if err := jsonx.Decode(body, &req, jsonx.Options{Closed: true}); err != nil {
 		if errors.Is(err, jsonx.ErrTrailing) {
-			return req, badf("malformed JSON: trailing data after the request object")
+			if binary {
+				return req, badf("malformed JSON: trailing data after the request object, within the %d bytes %s gives the JSON", len(body), BinaryHeader)
+			}
+			// What a client of Triton's binary tensor data extension sees when its header
+			// was lost on the way (a proxy): say what the data after the JSON needs.
+			return req, badf("malformed JSON: trailing data after the request object (binary tensor data after the JSON needs the %s header: the JSON's length)", BinaryHeader)
 		}
 		return req, badf("malformed JSON: %s", DescribeJSONError(err))
 	}
@@ -204,48 +225,32 @@ func DescribeJSONError(err error) string {
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
-// CheckOutputs checks the outputs an infer request asks for against the model's one output:
-// each must name it (KServe v2: a request may list the outputs it wants; a model answers
-// with the ones it has).
-func CheckOutputs(outs []RequestedOutputJSON, spec TensorSpec) error {
+// CheckOutputs checks the outputs an infer request to model asks for against the model's
+// one output: each must name it (KServe v2: a request may list the outputs it wants; Triton
+// refuses one the model lacks, "unexpected inference output"). The message names the model
+// and its output, so a client sees what to ask for.
+func CheckOutputs(model string, outs []RequestedOutputJSON, spec TensorSpec) error {
 	for i, o := range outs {
 		if o.Name != spec.Name {
-			return badf("outputs[%d].name: %q: the model's output is %q", i, o.Name, spec.Name)
+			return badf("outputs[%d].name: %s", i, UnexpectedOutput(model, o.Name, spec.Name))
 		}
 	}
 	return nil
+}
+
+// UnexpectedOutput words the refusal of an output the model does not have, as every front
+// end answers it: Triton's words, then the output the model has.
+func UnexpectedOutput(model, name, has string) string {
+	return fmt.Sprintf("unexpected inference output %q for model %q: its output is %q", name, model, has)
 }
 
 // CheckInput checks one input tensor against the model's input spec as the HTTP API does
 // (name, datatype, rank, one sample, every fixed dimension, the data's elements) and fills in
 // an empty name.
 func CheckInput(in *TensorJSON, spec TensorSpec) error {
-	if in.Name != spec.Name && in.Name != "" {
-		return badf("inputs[0].name: %q: the model's input is %q", in.Name, spec.Name)
-	}
-	if in.Datatype != spec.Datatype {
-		return badf("inputs[0].datatype: %q: the model takes %s", in.Datatype, spec.Datatype)
-	}
-	if len(in.Shape) != len(spec.Shape) {
-		return badf("inputs[0].shape: %v: the model takes rank %d %v", in.Shape, len(spec.Shape), spec.Shape)
-	}
-	n := int64(1)
-	for i, d := range in.Shape {
-		if d <= 0 {
-			// A zero-size tensor holds no sample: nothing to infer.
-			return badf("inputs[0].shape[%d]: %d: must be > 0 (a zero-size tensor holds no data)", i, d)
-		}
-		if i == 0 {
-			if d != 1 {
-				return badf("inputs[0].shape[0]: %d: send one sample per request (plan serve batches requests itself)", d)
-			}
-		} else if spec.Shape[i] >= 0 && d != spec.Shape[i] {
-			return badf("inputs[0].shape[%d]: %d: the model takes %v", i, d, spec.Shape)
-		}
-		if n > math.MaxInt32/d {
-			return badf("inputs[0].shape: %v: too many elements", in.Shape)
-		}
-		n *= d
+	n, err := checkInputSpec(in, spec)
+	if err != nil {
+		return err
 	}
 	got, err := checkData(in.Data, in.Shape, in.Datatype, "inputs[0].data")
 	if err != nil {
@@ -258,6 +263,39 @@ func CheckInput(in *TensorJSON, spec TensorSpec) error {
 		in.Name = spec.Name
 	}
 	return nil
+}
+
+// checkInputSpec checks everything of CheckInput but the data (name, datatype, rank, one
+// sample, every fixed dimension) and returns the element count the shape gives.
+func checkInputSpec(in *TensorJSON, spec TensorSpec) (int64, error) {
+	if in.Name != spec.Name && in.Name != "" {
+		return 0, badf("inputs[0].name: %q: the model's input is %q", in.Name, spec.Name)
+	}
+	if in.Datatype != spec.Datatype {
+		return 0, badf("inputs[0].datatype: %q: the model takes %s", in.Datatype, spec.Datatype)
+	}
+	if len(in.Shape) != len(spec.Shape) {
+		return 0, badf("inputs[0].shape: %v: the model takes rank %d %v", in.Shape, len(spec.Shape), spec.Shape)
+	}
+	n := int64(1)
+	for i, d := range in.Shape {
+		if d <= 0 {
+			// A zero-size tensor holds no sample: nothing to infer.
+			return 0, badf("inputs[0].shape[%d]: %d: must be > 0 (a zero-size tensor holds no data)", i, d)
+		}
+		if i == 0 {
+			if d != 1 {
+				return 0, badf("inputs[0].shape[0]: %d: send one sample per request (plan serve batches requests itself)", d)
+			}
+		} else if spec.Shape[i] >= 0 && d != spec.Shape[i] {
+			return 0, badf("inputs[0].shape[%d]: %d: the model takes %v", i, d, spec.Shape)
+		}
+		if n > math.MaxInt32/d {
+			return 0, badf("inputs[0].shape: %v: too many elements", in.Shape)
+		}
+		n *= d
+	}
+	return n, nil
 }
 
 // checkData checks a tensor's data against its shape and datatype and counts its elements.

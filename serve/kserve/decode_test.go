@@ -53,7 +53,7 @@ func TestDecodeFast(t *testing.T) {
 			if !ok {
 				return
 			}
-			want, err := decodeInferJSON([]byte(c.body))
+			want, err := decodeInferJSON([]byte(c.body), false)
 			if err != nil {
 				t.Fatalf("fast path took a body the reference refuses: %v", err)
 			}
@@ -79,7 +79,7 @@ func FuzzDecodeFast(f *testing.F) {
 		if !ok {
 			return
 		}
-		want, err := decodeInferJSON(body)
+		want, err := decodeInferJSON(body, false)
 		if err != nil {
 			t.Fatalf("fast path took a body the reference refuses (%v)", err)
 		}

@@ -182,7 +182,7 @@ func TestInvalidArgument(t *testing.T) {
 		{"Inf raw", &pb.ModelInferRequest{Inputs: tensor("FP32", []int64{1, 4}, nil), RawInputContents: [][]byte{fp32Raw(1, 2, float32(math.Inf(1)), 4)}}, "+Inf: not a finite FP32 number"},
 		{"two raw for one input", &pb.ModelInferRequest{Inputs: tensor("FP32", []int64{1, 1}, nil), RawInputContents: [][]byte{fp32Raw(1), fp32Raw(2)}}, "raw_input_contents"},
 		{"no inputs", &pb.ModelInferRequest{}, "inputs"},
-		{"unknown output", &pb.ModelInferRequest{Inputs: tensor("FP32", []int64{1, 4}, four), Outputs: []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "logits"}}}, `"logits"`},
+		{"unknown output", &pb.ModelInferRequest{Inputs: tensor("FP32", []int64{1, 4}, four), Outputs: []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "logits"}}}, `unexpected inference output "logits" for model "w": its output is`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.req.ModelName = "w"

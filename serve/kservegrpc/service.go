@@ -154,7 +154,7 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 	}
 	for _, o := range r.GetOutputs() {
 		if o.GetName() != outSpec.Name {
-			return nil, status.Errorf(codes.InvalidArgument, "outputs: %q: the model's output is %q", o.GetName(), outSpec.Name)
+			return nil, status.Errorf(codes.InvalidArgument, "outputs: %s", kserve.UnexpectedOutput(r.GetModelName(), o.GetName(), outSpec.Name))
 		}
 	}
 	in := r.GetInputs()[0]

@@ -11,13 +11,6 @@ import (
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
 )
 
-// elemSize is the raw size of one element of each fixed-size datatype (ecosystem digest §1:
-// raw contents are row-major little-endian).
-var elemSize = map[string]int{
-	"BOOL": 1, "UINT8": 1, "UINT16": 2, "UINT32": 4, "UINT64": 8, "INT8": 1, "INT16": 2,
-	"INT32": 4, "INT64": 8, "FP16": 2, "FP32": 4, "FP64": 8, "BF16": 2,
-}
-
 // typedField names the InferTensorContents field that holds a datatype's elements.
 var typedField = map[string]string{
 	"BOOL": "bool_contents", "INT8": "int_contents", "INT16": "int_contents", "INT32": "int_contents",
@@ -71,9 +64,9 @@ func inputJSON(t *pb.ModelInferRequest_InferInputTensor, raw []byte, isRaw bool,
 		if len(set) > 0 {
 			return nil, "", fmt.Errorf("%s: contents set (%s) while the request carries raw_input_contents: use one or the other for all inputs", name, keys(set))
 		}
-		size, ok := elemSize[dtype]
+		size, ok := kserve.RawElemSize(dtype)
 		if !ok {
-			return nil, "", fmt.Errorf("%s: datatype %q has no raw form here (want one of BOOL, INT8..INT64, UINT8..UINT64, FP16, FP32, FP64)", name, dtype)
+			return nil, "", fmt.Errorf("%s: datatype %q has no raw form here (want one of %s)", name, dtype, kserve.RawDatatypes)
 		}
 		if int64(len(raw)) != n*int64(size) {
 			return nil, "", fmt.Errorf("%s: raw_input_contents holds %d bytes: shape %v of %s needs %d", name, len(raw), t.GetShape(), dtype, n*int64(size))
@@ -81,7 +74,7 @@ func inputJSON(t *pb.ModelInferRequest_InferInputTensor, raw []byte, isRaw bool,
 		if dtype == "FP16" && want == "FP32" {
 			dtype = "FP32" // widened exactly; the answer goes back as FP16 raw
 		}
-		return rawJSON(raw, t.GetDatatype(), n), dtype, nil
+		return kserve.RawJSON(raw, t.GetDatatype(), n), dtype, nil
 	}
 	field, ok := typedField[dtype]
 	if !ok {
@@ -114,21 +107,11 @@ func keys(m map[string]int) string {
 	return s
 }
 
-// appendF32 writes an input element. A NaN or an infinity is written as Go spells it (NaN,
-// +Inf, -Inf): not JSON, so kserve.CheckInput refuses the request as the HTTP API refuses
-// the same tensor, rather than the model seeing zeros.
-func appendF32(b []byte, f float32) []byte {
-	return appendF64bits(b, float64(f), 32)
-}
+// appendF32 and appendF64 write an input element (kserve.AppendInputFloat: a NaN or an
+// infinity is refused later, as the HTTP API refuses it).
+func appendF32(b []byte, f float32) []byte { return kserve.AppendInputFloat(b, float64(f), 32) }
 
-func appendF64(b []byte, f float64) []byte { return appendF64bits(b, f, 64) }
-
-func appendF64bits(b []byte, f float64, bits int) []byte {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return strconv.AppendFloat(b, f, 'g', -1, 64) // NaN, +Inf, -Inf
-	}
-	return strconv.AppendFloat(b, f, 'g', -1, bits)
-}
+func appendF64(b []byte, f float64) []byte { return kserve.AppendInputFloat(b, f, 64) }
 
 // typedJSON writes n typed elements as a flat JSON array.
 func typedJSON(c *pb.InferTensorContents, dtype string, n int64) []byte {
@@ -153,47 +136,6 @@ func typedJSON(c *pb.InferTensorContents, dtype string, n int64) []byte {
 			b = appendF32(b, c.Fp32Contents[i])
 		case "FP64":
 			b = appendF64(b, c.Fp64Contents[i])
-		}
-	}
-	return append(b, ']')
-}
-
-// rawJSON decodes n little-endian elements of dtype as a flat JSON array.
-func rawJSON(raw []byte, dtype string, n int64) []byte {
-	b := make([]byte, 0, 2+n*8)
-	b = append(b, '[')
-	le := binary.LittleEndian
-	for i := int64(0); i < n; i++ {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		switch dtype {
-		case "BOOL":
-			b = strconv.AppendBool(b, raw[i] != 0)
-		case "INT8":
-			b = strconv.AppendInt(b, int64(int8(raw[i])), 10)
-		case "UINT8":
-			b = strconv.AppendUint(b, uint64(raw[i]), 10)
-		case "INT16":
-			b = strconv.AppendInt(b, int64(int16(le.Uint16(raw[2*i:]))), 10)
-		case "UINT16":
-			b = strconv.AppendUint(b, uint64(le.Uint16(raw[2*i:])), 10)
-		case "INT32":
-			b = strconv.AppendInt(b, int64(int32(le.Uint32(raw[4*i:]))), 10)
-		case "UINT32":
-			b = strconv.AppendUint(b, uint64(le.Uint32(raw[4*i:])), 10)
-		case "INT64":
-			b = strconv.AppendInt(b, int64(le.Uint64(raw[8*i:])), 10)
-		case "UINT64":
-			b = strconv.AppendUint(b, le.Uint64(raw[8*i:]), 10)
-		case "FP16":
-			b = appendF32(b, kserve.F16ToF32(le.Uint16(raw[2*i:])))
-		case "BF16":
-			b = appendF32(b, math.Float32frombits(uint32(le.Uint16(raw[2*i:]))<<16))
-		case "FP32":
-			b = appendF32(b, math.Float32frombits(le.Uint32(raw[4*i:])))
-		case "FP64":
-			b = appendF64(b, math.Float64frombits(le.Uint64(raw[8*i:])))
 		}
 	}
 	return append(b, ']')
