@@ -104,7 +104,7 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 			// waiting, prefilling its prompt, or decoding; the tokens it received count as
 			// generated, as vLLM counts an aborted request's output.
 			res.stage = llmPhase(r)
-			d.m.llmFinished(c.model, "abort", r, c.at, t.LatencyUs, c.got, g.eng.Policy())
+			d.m.llmFinished(c.model, "abort", r, c.at, t.LatencyUs, c.got, g.eng.Policy(), c.group)
 		}
 		d.m.drop(c.model, res.stage, res.reason)
 		d.log.Info("request cancelled: its client left", "model", c.model, "id", c.id, "stage", res.stage)
@@ -133,7 +133,7 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 					reason = "length" // the client's max_tokens ended it
 				}
 			}
-			d.m.llmFinished(c.model, reason, r, c.at, t.LatencyUs, c.got, g.eng.Policy())
+			d.m.llmFinished(c.model, reason, r, c.at, t.LatencyUs, c.got, g.eng.Policy(), c.group)
 		}
 	default:
 		res.status = 503

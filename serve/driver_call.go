@@ -27,6 +27,9 @@ type call struct {
 	attrs    dataplane.Attrs
 	deadline dataplane.Time
 	onHop    func(HopEvent)
+	// group is the client request this one is a choice of (Request.Choices; nil: its only
+	// choice).
+	group *ChoiceGroup
 	// req is the engine's ID of the request (valid once fed).
 	req dataplane.ReqID
 	// res is the driver's answer, written once before done is signalled (done has room for

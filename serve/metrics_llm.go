@@ -220,7 +220,7 @@ func (l *llmMetrics) llmModel(model string) {
 // saw it; got the output tokens the client received (all of them unless aborted); lastTok
 // when the last of them reached it (Never: none did). pol is the policy that served it.
 // Called on the driver loop.
-func (m *metrics) llmFinished(model, reason string, r *dataplane.Request, at dataplane.Time, latUs int64, got int, pol dataplane.Policy) {
+func (m *metrics) llmFinished(model, reason string, r *dataplane.Request, at dataplane.Time, latUs int64, got int, pol dataplane.Policy, grp *ChoiceGroup) {
 	l := m.llmSeries()
 	l.llmModel(model)
 	sec := func(t dataplane.Time) float64 { return float64(max(t, 0)) / 1e6 }
@@ -228,6 +228,8 @@ func (m *metrics) llmFinished(model, reason string, r *dataplane.Request, at dat
 	if got > 0 {
 		l.generation.WithLabelValues(model, engineLabel).Add(float64(got))
 	}
+	in, out := int(r.Attrs.InTokens), int(r.Attrs.OutTokens)
+	n, maxGen, last := grp.finished(max(out, got))
 	if reason == "abort" || reason == "error" {
 		m.llmPreemptions(model, pol)
 		m.llmPrefixCache(model, pol)
@@ -236,15 +238,16 @@ func (m *metrics) llmFinished(model, reason string, r *dataplane.Request, at dat
 	e2e := dataplane.Time(latUs)
 	end := at + e2e
 	l.e2e.WithLabelValues(model, engineLabel).Observe(sec(e2e))
-	in, out := int(r.Attrs.InTokens), int(r.Attrs.OutTokens)
 	if in > 0 {
 		l.prompt.WithLabelValues(model, engineLabel).Add(float64(in))
 		l.promptHist.WithLabelValues(model, engineLabel).Observe(float64(in))
 	}
 	l.genHist.WithLabelValues(model, engineLabel).Observe(float64(got))
 	l.maxTokens.WithLabelValues(model, engineLabel).Observe(float64(max(out, got)))
-	l.maxGen.WithLabelValues(model, engineLabel).Observe(float64(max(out, got)))
-	l.paramN.WithLabelValues(model, engineLabel).Observe(1)
+	if last {
+		l.maxGen.WithLabelValues(model, engineLabel).Observe(float64(maxGen))
+		l.paramN.WithLabelValues(model, engineLabel).Observe(float64(n))
+	}
 	if r.Dispatch != dataplane.Never {
 		l.queue.WithLabelValues(model, engineLabel).Observe(sec(r.Dispatch - at))
 		l.inference.WithLabelValues(model, engineLabel).Observe(sec(end - r.Dispatch))
@@ -262,6 +265,31 @@ func (m *metrics) llmFinished(model, reason string, r *dataplane.Request, at dat
 	}
 	m.llmPreemptions(model, pol)
 	m.llmPrefixCache(model, pol)
+}
+
+// ChoiceGroup ties together the engine requests that serve the choices of one client
+// request for one prompt (the OpenAI API's n > 1: n independent sequences). vLLM observes
+// vllm:request_params_n and vllm:request_max_num_generation_tokens once per such request,
+// when its last choice finishes, with n and the longest choice (its parent request,
+// ecosystem-dropin §1); each choice counts in every other series on its own. Each choice's
+// Request carries the same group; it is read and written on the driver loop only.
+type ChoiceGroup struct {
+	n, left, maxGen int
+}
+
+// NewChoiceGroup returns the group of a request's n choices.
+func NewChoiceGroup(n int) *ChoiceGroup { return &ChoiceGroup{n: n, left: n} }
+
+// finished records a choice that ended with gen tokens (requested or received): n and the
+// group's longest choice, and whether it was the last. A nil group is a request of one
+// choice.
+func (g *ChoiceGroup) finished(gen int) (n, maxGen int, last bool) {
+	if g == nil {
+		return 1, gen, true
+	}
+	g.left--
+	g.maxGen = max(g.maxGen, gen)
+	return g.n, g.maxGen, g.left == 0
 }
 
 // llmTokens records the inter-token intervals of a stream: n tokens reached the client
@@ -288,7 +316,11 @@ func (m *metrics) llmTokens(model string, n int, gap dataplane.Time) {
 }
 
 // llmPreemptions adds the policy's new preemptions, under the model of the request being
-// answered (the policy counts its engines' preemptions together).
+// answered (the policy counts its engines' preemptions together). The model's series
+// exists from its first answer, at 0 until the engine preempts: vLLM creates
+// vllm:num_preemptions_total with the engine (ecosystem-dropin §1), and a dashboard's
+// rate() or a `vllm:num_preemptions_total > 0` alert reads an absent series as no data,
+// not as none. A policy that does not count preemptions gets no series: 0 would be a guess.
 func (m *metrics) llmPreemptions(model string, pol dataplane.Policy) {
 	p, ok := pol.(Preempter)
 	if !ok {
@@ -299,8 +331,9 @@ func (m *metrics) llmPreemptions(model string, pol dataplane.Policy) {
 	if p != l.pol {
 		l.pol, l.seen = p, 0
 	}
+	c := l.preemptions.WithLabelValues(model, engineLabel)
 	if n := p.Preemptions(); n > l.seen {
-		l.preemptions.WithLabelValues(model, engineLabel).Add(float64(n - l.seen))
+		c.Add(float64(n - l.seen))
 		l.seen = n
 	}
 }

@@ -44,7 +44,7 @@ func TestLLMMetrics(t *testing.T) {
 		}
 		pol.n, pol.q, pol.h = q.preempt, q.q, q.h
 		m.finished(m.model("chat"), "completed", q.latUs)
-		m.llmFinished("chat", "length", r, at, q.latUs, int(q.out), pol)
+		m.llmFinished("chat", "length", r, at, q.latUs, int(q.out), pol, nil)
 	}
 	var b bytes.Buffer
 	if err := m.write(&b); err != nil {
@@ -94,5 +94,94 @@ func TestLLMMetrics(t *testing.T) {
 func TestLatencyBucketsPastEverySLO(t *testing.T) {
 	if last := latencyBuckets[len(latencyBuckets)-1]; last < formats.MaxDuration.Seconds() {
 		t.Fatalf("last latency bucket %g s, below the longest SLO %s", last, formats.MaxDuration)
+	}
+}
+
+// TestPreemptionsSeries: vllm:num_preemptions_total shows for every answered model of a
+// policy that counts preemptions, at 0 before the first one (vLLM creates the counter with
+// its engine, ecosystem-dropin §1); a policy that counts none gets no series rather than a
+// made-up 0.
+func TestPreemptionsSeries(t *testing.T) {
+	type plain struct{ dataplane.Policy }
+	for _, tc := range []struct {
+		name string
+		pol  dataplane.Policy
+		want string // "" = no series
+	}{
+		{"none yet", &preempter{}, `vllm:num_preemptions_total{engine="0",model_name="chat"} 0`},
+		{"some", &preempter{n: 4}, `vllm:num_preemptions_total{engine="0",model_name="chat"} 4`},
+		{"policy does not count", &plain{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMetrics()
+			r := &dataplane.Request{FirstToken: 5 * dataplane.Millisecond, Attrs: dataplane.Attrs{InTokens: 10, OutTokens: 3}}
+			m.llmFinished("chat", "length", r, 0, 20_000, 3, tc.pol, nil)
+			var b bytes.Buffer
+			if err := m.write(&b); err != nil {
+				t.Fatal(err)
+			}
+			got := grepLines(b.String(), "vllm:num_preemptions_total{")
+			if got != tc.want {
+				t.Errorf("series %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestChoiceGroupMetrics: a client request of n choices is n engine requests; vLLM observes
+// vllm:request_params_n and vllm:request_max_num_generation_tokens once for it, when its
+// last choice finishes (n, the longest choice), and counts each choice everywhere else.
+func TestChoiceGroupMetrics(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		n       int
+		gens    []int // each choice's received tokens, in finishing order
+		reasons []string
+		want    []string
+	}{
+		{"one choice", 0, []int{4}, []string{"length"}, []string{
+			`vllm:request_params_n_count{engine="0",model_name="chat"} 1`,
+			`vllm:request_params_n_sum{engine="0",model_name="chat"} 1`,
+			`vllm:request_max_num_generation_tokens_sum{engine="0",model_name="chat"} 4`,
+			`vllm:request_success_total{engine="0",finished_reason="length",model_name="chat"} 1`,
+		}},
+		{"n=3", 3, []int{2, 7, 5}, []string{"length", "length", "length"}, []string{
+			`vllm:request_params_n_count{engine="0",model_name="chat"} 1`,
+			`vllm:request_params_n_sum{engine="0",model_name="chat"} 3`,
+			`vllm:request_max_num_generation_tokens_count{engine="0",model_name="chat"} 1`,
+			`vllm:request_max_num_generation_tokens_sum{engine="0",model_name="chat"} 7`,
+			`vllm:request_success_total{engine="0",finished_reason="length",model_name="chat"} 3`,
+			`vllm:request_generation_tokens_count{engine="0",model_name="chat"} 3`,
+		}},
+		{"n=2, not all finished", 2, []int{3}, []string{"length"}, []string{
+			`vllm:request_params_n_count{engine="0",model_name="chat"} 0`,
+		}},
+		{"n=2, last aborted", 2, []int{3, 1}, []string{"length", "abort"}, []string{
+			`vllm:request_params_n_count{engine="0",model_name="chat"} 0`,
+			`vllm:request_success_total{engine="0",finished_reason="abort",model_name="chat"} 1`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMetrics()
+			var grp *ChoiceGroup
+			if tc.n > 0 {
+				grp = NewChoiceGroup(tc.n)
+			}
+			// The histograms exist once any request observed them.
+			m.llmSeries().paramN.WithLabelValues("chat", engineLabel)
+			for i, g := range tc.gens {
+				r := &dataplane.Request{FirstToken: dataplane.Millisecond, Attrs: dataplane.Attrs{InTokens: 10}}
+				m.llmFinished("chat", tc.reasons[i], r, 0, 10_000, g, &preempter{}, grp)
+			}
+			var b bytes.Buffer
+			if err := m.write(&b); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(b.String(), want+"\n") {
+					t.Errorf("missing %s in\n%s", want, grepLines(b.String(), "request_params_n"))
+				}
+			}
+		})
 	}
 }

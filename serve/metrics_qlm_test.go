@@ -45,7 +45,7 @@ func TestQLMPreemptionsInMetrics(t *testing.T) {
 			return dataplane.Attrs{InTokens: 16, OutTokens: outs[n]}
 		},
 		OnFinish: func(now dataplane.Time, r *dataplane.Request) {
-			m.llmFinished("chat", "length", r, r.Arrival, int64(now-r.Arrival), int(r.Attrs.OutTokens), pol)
+			m.llmFinished("chat", "length", r, r.Arrival, int64(now-r.Arrival), int(r.Attrs.OutTokens), pol, nil)
 		}})
 	if err != nil {
 		t.Fatal(err)

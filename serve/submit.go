@@ -52,6 +52,10 @@ type Request struct {
 	// as old as its model's SLO: a front end whose reading and decoding of the body may take
 	// that long (a slow client, a starved machine) spares the driver an event on it.
 	RefuseStale bool
+	// Choices, when set, is the group of engine requests this one is a choice of: one client
+	// request asking for several (the OpenAI API's n), each served as its own sequence.
+	// Metrics that vLLM keeps per client request count the group once.
+	Choices *ChoiceGroup
 }
 
 // HopEvent is one finished hop of a request (Request.OnHop).

@@ -137,7 +137,7 @@ func (t Ticket) submit(ctx context.Context, req Request, in *kserve.TensorJSON) 
 		return s.refusal(req, "overload", fmt.Sprintf("the server holds %d requests (--max-inflight)", s.opts.MaxInFlight), 0), nil
 	}
 	c := newCall(t.model, spec.series, req.ID, at, in)
-	c.attrs, c.deadline, c.onHop = req.Attrs, deadline, req.OnHop
+	c.attrs, c.deadline, c.onHop, c.group = req.Attrs, deadline, req.OnHop, req.Choices
 	if !s.d.submit(c) {
 		s.inflight.Add(-1)
 		return s.refusal(req, string(dataplane.DropShutdown), "the server is shutting down", 0), nil
