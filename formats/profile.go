@@ -140,6 +140,10 @@ type LLMProfile struct {
 	// GPU's published kernel tables) or "estimated: ..." (a roofline calibrated on the
 	// nearest measured architecture, with its leave-one-GPU-out error band).
 	StepTimes string `json:"step_times,omitempty"`
+	// WeightDType is the dtype the model's linear layers run in (bf16, fp8, mxfp4, nvfp4;
+	// "" = bf16): the checkpoint's own, or vLLM's online --quantization (Engine.Quantization).
+	// Its step times and weight_bytes follow it.
+	WeightDType string `json:"weight_dtype,omitempty"`
 	// Calibration records the measured run the iteration curves were corrected to fit
 	// (`plan profile --calibrate`; nil = not calibrated). The curves above are the corrected
 	// ones; nothing reads this block but people and `plan validate`.
@@ -185,6 +189,12 @@ type LLMEngine struct {
 	// here) or an FP8 format (fp8, fp8_e4m3, fp8_e5m2), which halves a token's KV bytes —
 	// twice the KV capacity — and reads the measured FP8-cache attention kernels.
 	KVCacheDtype string `json:"kv_cache_dtype,omitempty"`
+	// Quantization is vLLM's --quantization for a BF16 checkpoint quantized as it loads
+	// ("" = none: the checkpoint's own weights; fp8: dynamic FP8, half the weight bytes).
+	Quantization string `json:"quantization,omitempty"`
+	// EnableExpertParallel places a mixture-of-experts model's experts whole on the
+	// tensor-parallel GPUs (vLLM's --enable-expert-parallel) instead of splitting each.
+	EnableExpertParallel bool `json:"enable_expert_parallel,omitempty"`
 	// EnablePrefixCaching turns automatic prefix caching on or off (llm-engine-2 §2; nil =
 	// on, vLLM V1's default: the engine keeps freed full blocks hashed and a later prompt
 	// starting with the same tokens skips their prefill). PrefixCaching reads it.
@@ -297,6 +307,13 @@ func DefaultWatermark(alloc string) float64 {
 // KVCacheDtypes are the values LLMEngine.KVCacheDtype may take (vLLM's --kv-cache-dtype
 // choices for CUDA).
 var KVCacheDtypes = []string{"auto", "fp8", "fp8_e4m3", "fp8_e5m2"}
+
+// Quantizations are the values LLMEngine.Quantization may take (vLLM's online
+// quantization methods the step model times).
+var Quantizations = []string{"fp8"}
+
+// WeightDTypes are the values LLMProfile.WeightDType may take.
+var WeightDTypes = []string{"bf16", "fp8", "mxfp4", "nvfp4"}
 
 // KVFP8 reports whether the KV cache is stored in FP8 (one byte an element).
 func (e *LLMEngine) KVFP8() bool {

@@ -312,6 +312,9 @@ func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string, use P
 	if l.KVCapacityTokens <= 0 {
 		v.add(field(p, "kv_capacity_tokens"), l.KVCapacityTokens, "must be > 0")
 	}
+	if l.WeightDType != "" {
+		oneOf(v, field(p, "weight_dtype"), l.WeightDType, WeightDTypes)
+	}
 	if given(l.AvgBatch) {
 		positive(v, field(p, "avg_batch"), l.AvgBatch)
 	}
@@ -406,6 +409,9 @@ func (e *LLMEngine) validate(v *validator, p string, l *LLMProfile) {
 	}
 	if e.KVCacheDtype != "" {
 		oneOf(v, field(p, "kv_cache_dtype"), e.KVCacheDtype, KVCacheDtypes)
+	}
+	if e.Quantization != "" {
+		oneOf(v, field(p, "quantization"), e.Quantization, Quantizations)
 	}
 	if d := e.OutputDelaySteps; d != nil && (*d < 0 || *d > MaxOutputDelaySteps) {
 		v.add(field(p, "output_delay_steps"), *d, "must be in [0, %d]", MaxOutputDelaySteps)

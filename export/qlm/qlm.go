@@ -68,6 +68,7 @@ import (
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	pllm "github.com/plan-dev/plan/profiler/llm"
 )
 
 // Parameter keys (Triton parameters, KServe annotations under plan.dev/, Ray user_config.plan).
@@ -152,6 +153,10 @@ type Engine struct {
 	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
 	// KVCacheDtype is written when the profile sets it (vLLM's default: auto).
 	KVCacheDtype string `json:"kv_cache_dtype,omitempty"`
+	// Quantization (online FP8 of a BF16 checkpoint) and EnableExpertParallel are written
+	// when the profile's engine sets them.
+	Quantization         string `json:"quantization,omitempty"`
+	EnableExpertParallel bool   `json:"enable_expert_parallel,omitempty"`
 	// EnablePrefixCaching is written when the profile states it, and false on a decode
 	// instance, whose sequences arrive with their prompts computed (the simulator turns it
 	// off there); unset, vLLM V1's default holds: on, as in the simulator.
@@ -356,29 +361,34 @@ func instanceGPUs(f string, in qlmsec.QLMInstance, types []string, used []bool) 
 	return gpus, nil
 }
 
-// KnownModels are the Hugging Face ids of the models `plan profile --llm` knows
-// (profiler/llm's catalogue, by the names its profiles give them): the id of a profile of
-// one of them that says no hf_model (profiles and plans written before hf_model existed).
+// KnownModels are the Hugging Face ids exports write for the catalogue models whose served
+// checkpoint is not the one their shapes are read from (the chat-tuned Llama-2 models); every
+// other catalogue model exports as its config's id (knownID).
 var KnownModels = map[string]string{
 	"mistral-7b":  "mistralai/Mistral-7B-Instruct-v0.2",
 	"vicuna-13b":  "lmsys/vicuna-13b-v1.5",
 	"llama-2-70b": "meta-llama/Llama-2-70b-chat-hf",
-	// The catalogue's current models: the ids their shapes are from (profiler/llm/models.go).
-	"llama-2-7b":       "meta-llama/Llama-2-7b-chat-hf",
-	"llama-3.1-8b":     "meta-llama/Llama-3.1-8B-Instruct",
-	"llama-3.1-70b":    "meta-llama/Llama-3.1-70B-Instruct",
-	"qwen2.5-7b":       "Qwen/Qwen2.5-7B-Instruct",
-	"qwen2.5-32b":      "Qwen/Qwen2.5-32B-Instruct",
-	"mistral-nemo-12b": "mistralai/Mistral-Nemo-Instruct-2407",
+	"llama-2-7b":  "meta-llama/Llama-2-7b-chat-hf",
+}
+
+// knownID is the id of a catalogue model (profiler/llm's embedded configs), "" for others.
+func knownID(model string) string {
+	if id, ok := KnownModels[model]; ok {
+		return id
+	}
+	if m, err := pllm.Lookup(model); err == nil {
+		return m.HF
+	}
+	return ""
 }
 
 // modelID is the engine's model argument: the profile's hf_model (a Hugging Face id or a
-// path), else the known id of a catalogue model (KnownModels). Plans name models by short
+// path), else the known id of a catalogue model (knownID). Plans name models by short
 // names that no engine can load, so without an id an export would write a placeholder: it
 // is refused, naming the field (pf is the profile's path in the plan).
 func modelID(p *formats.LLMProfile, pf string) (string, error) {
 	id := strings.TrimSpace(p.HFModel)
-	if known, ok := KnownModels[p.Model]; ok && id == "" {
+	if known := knownID(p.Model); known != "" && id == "" {
 		return known, nil
 	}
 	switch {
@@ -452,6 +462,8 @@ func engineSettings(e *Engine, p *formats.LLMProfile, swap int64) int64 {
 	e.MaxNumPartialPrefills = g.MaxNumPartialPrefills
 	e.SchedulingPolicy = g.SchedulingPolicy
 	e.KVCacheDtype = g.KVCacheDtype
+	e.Quantization = g.Quantization
+	e.EnableExpertParallel = g.EnableExpertParallel
 	e.EnablePrefixCaching = g.EnablePrefixCaching
 	if g.SwapSpace > 0 {
 		swap = int64(g.SwapSpace * gib * float64(max(p.GPUCount, 1)))

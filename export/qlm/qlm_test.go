@@ -383,8 +383,8 @@ func renameVicuna(p *formats.Plan) {
 // with the model's known id; every catalogue model has one.
 func TestKnownModels(t *testing.T) {
 	for _, m := range llm.Names() {
-		if KnownModels[m] == "" {
-			t.Errorf("profiler/llm's %s has no KnownModels id", m)
+		if knownID(m) == "" {
+			t.Errorf("profiler/llm's %s has no known id", m)
 		}
 	}
 	p := readPlan(t)
@@ -471,6 +471,8 @@ func TestEngineSettingsExported(t *testing.T) {
 			[]string{"--max-num-seqs=512", "--max-model-len=8192", "--max-num-batched-tokens=512", "--block-size=32", "--swap-space=4", "--max-num-partial-prefills=2", "--scheduling-policy=priority"}},
 		{"fp8 KV cache", "H100", &formats.LLMEngine{KVCacheDtype: "fp8"},
 			[]string{"--max-num-seqs=1024", "--max-model-len=3072", "--max-num-batched-tokens=8192", "--block-size=16", "--kv-cache-dtype=fp8"}},
+		{"fp8 weights, expert parallel", "H100", &formats.LLMEngine{Quantization: "fp8", EnableExpertParallel: true},
+			[]string{"--max-num-seqs=1024", "--max-model-len=3072", "--max-num-batched-tokens=8192", "--block-size=16", "--quantization=fp8", "--enable-expert-parallel"}},
 		{"chunked off", "A100", &formats.LLMEngine{MaxNumBatchedTokens: 1024, EnableChunkedPrefill: &off},
 			[]string{"--max-num-seqs=256", "--max-model-len=1024", "--max-num-batched-tokens=1024", "--block-size=16", "--no-enable-chunked-prefill"}},
 	} {

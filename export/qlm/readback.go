@@ -221,6 +221,9 @@ func engineFromArgs(args []string) (Engine, error) {
 		case "--no-enable-prefix-caching":
 			m["enable_prefix_caching"] = json.RawMessage("false")
 			continue
+		case "--enable-expert-parallel":
+			m["enable_expert_parallel"] = json.RawMessage("true")
+			continue
 		}
 		k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 		if !ok || !strings.HasPrefix(a, "--") {
@@ -232,7 +235,7 @@ func engineFromArgs(args []string) (Engine, error) {
 		case "model_id":
 			m["model"] = json.RawMessage(strconv.Quote(v))
 			continue
-		case "scheduling-policy", "kv-cache-dtype":
+		case "scheduling-policy", "kv-cache-dtype", "quantization":
 			m[strings.ReplaceAll(k, "-", "_")] = json.RawMessage(strconv.Quote(v))
 			continue
 		case "speculative-config", "kv-transfer-config":

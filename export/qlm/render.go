@@ -118,6 +118,12 @@ func (in instance) args() []string {
 	if e.KVCacheDtype != "" {
 		a = append(a, "--kv-cache-dtype="+e.KVCacheDtype)
 	}
+	if e.Quantization != "" {
+		a = append(a, "--quantization="+e.Quantization)
+	}
+	if e.EnableExpertParallel {
+		a = append(a, "--enable-expert-parallel")
+	}
 	if c := e.EnablePrefixCaching; c != nil && *c {
 		a = append(a, "--enable-prefix-caching")
 	} else if c != nil {

@@ -75,6 +75,11 @@ type Options struct {
 	KVCacheDtype string
 	// Models are models given by their shapes (ReadConfig), profiled like the named ones.
 	Models []Model
+	// Quantization is vLLM's --quantization ("" or auto: the checkpoint's weights; fp8
+	// quantizes a BF16 one as it loads), ExpertParallel its --enable-expert-parallel
+	// (mixture-of-experts models at TP > 1; others skip it).
+	Quantization   string
+	ExpertParallel bool
 }
 
 // Estimate builds the analytic profile of model on GPU type gpu at the smallest
@@ -110,6 +115,30 @@ func EstimateMem(model, gpu string, tp int, link roofline.Link, kvDtype string, 
 // EstimateModel is EstimateMem for a model given by its shapes (a catalogue entry, or one
 // read from a Hugging Face config.json: ReadConfig).
 func EstimateModel(m Model, gpu string, tp int, link roofline.Link, kvDtype string, memoryBytes int64) (*formats.LLMProfile, error) {
+	return EstimateWith(m, gpu, tp, Variant{Link: link, KVCacheDtype: kvDtype, MemoryBytes: memoryBytes})
+}
+
+// Variant is how one engine runs a model beyond its GPUs: the link joining them, the KV
+// cache's dtype, the GPUs' memory (0: the datasheet's), the weights' quantization
+// ("" or "auto": the checkpoint's; Model.Quantize) and expert parallelism.
+type Variant struct {
+	Link           roofline.Link
+	KVCacheDtype   string
+	MemoryBytes    int64
+	Quantization   string
+	ExpertParallel bool
+}
+
+// EstimateWith builds the analytic profile of model m on tp GPUs of type gpu run as v
+// (tp 0: the smallest degree that fits). Its engine block states v's settings, so the
+// exports start the engine that was timed.
+func EstimateWith(m Model, gpu string, tp int, v Variant) (*formats.LLMProfile, error) {
+	link, kvDtype, memoryBytes := v.Link, v.KVCacheDtype, v.MemoryBytes
+	online := m.Weights == WeightsBF16 && v.Quantization != "" && v.Quantization != "auto" && v.Quantization != "bf16"
+	m, err := m.Quantize(v.Quantization)
+	if err != nil {
+		return nil, err
+	}
 	if kvDtype != "" && !slices.Contains(formats.KVCacheDtypes, kvDtype) {
 		return nil, fmt.Errorf("kv cache dtype %q: must be one of %s", kvDtype, strings.Join(formats.KVCacheDtypes, ", "))
 	}
@@ -120,6 +149,12 @@ func EstimateModel(m Model, gpu string, tp int, link roofline.Link, kvDtype stri
 	}
 	if memoryBytes > 0 {
 		g.MemoryBytes = memoryBytes
+	}
+	if err := CheckWeights(m.Weights, g); err != nil {
+		return nil, err
+	}
+	if v.ExpertParallel && tp == 0 {
+		return nil, fmt.Errorf("expert parallelism: needs the tensor-parallel size given")
 	}
 	if tp == 0 {
 		if tp, err = GPUCount(m, g); err != nil {
@@ -133,6 +168,11 @@ func EstimateModel(m Model, gpu string, tp int, link roofline.Link, kvDtype stri
 		return nil, err
 	}
 	d = d.WithKVCache(fp8)
+	if v.ExpertParallel {
+		if d, err = d.WithExpertParallel(); err != nil {
+			return nil, err
+		}
+	}
 	kvCap := KVBudget(m, g, tp, fp8).Tokens
 	avgBatch := math.Min(maxSeqs, math.Floor(float64(kvCap)/avgReqTokens))
 	// At the average running batch the sequences are half-way through on average.
@@ -145,6 +185,14 @@ func EstimateModel(m Model, gpu string, tp int, link roofline.Link, kvDtype stri
 	engine := engineDefaults(g.Name)
 	if kvDtype != "" && kvDtype != "auto" {
 		engine.KVCacheDtype = kvDtype
+	}
+	if online {
+		engine.Quantization = string(m.Weights)
+	}
+	engine.EnableExpertParallel = v.ExpertParallel
+	weightDType := ""
+	if m.Weights != WeightsBF16 {
+		weightDType = string(m.Weights)
 	}
 	return &formats.LLMProfile{
 		Model:                m.Name,
@@ -168,6 +216,7 @@ func EstimateModel(m Model, gpu string, tp int, link roofline.Link, kvDtype stri
 		Engine:               engine,
 		StepTimes:            d.StepTimes(),
 		HFModel:              configID(m),
+		WeightDType:          weightDType,
 	}, nil
 }
 
@@ -276,8 +325,9 @@ func EstimateAll(modelNames, gpuNames []string, opt Options) ([]formats.LLMProfi
 	var skipped []Skipped
 	for _, m := range ms {
 		for _, g := range gpuNames {
+			v := Variant{Link: opt.Link, KVCacheDtype: opt.KVCacheDtype, Quantization: opt.Quantization}
 			if len(opt.TP) == 0 {
-				p, err := EstimateModel(m, g, 0, opt.Link, opt.KVCacheDtype, 0)
+				p, err := EstimateWith(m, g, 0, v)
 				if err != nil {
 					if _, gerr := gpus.Lookup(g); gerr != nil {
 						return nil, nil, gerr
@@ -289,7 +339,8 @@ func EstimateAll(modelNames, gpuNames []string, opt Options) ([]formats.LLMProfi
 				continue
 			}
 			for _, tp := range opt.TP {
-				p, err := EstimateModel(m, g, tp, opt.Link, opt.KVCacheDtype, 0)
+				v.ExpertParallel = opt.ExpertParallel && m.CheckEP(tp) == nil
+				p, err := EstimateWith(m, g, tp, v)
 				if err != nil {
 					if _, gerr := gpus.Lookup(g); gerr != nil {
 						return nil, nil, gerr

@@ -48,6 +48,15 @@ type MoE struct {
 	DenseLayers        int `json:"dense_layers,omitempty"`
 }
 
+// SameShapes reports whether m and o are one architecture: every shape the step model
+// reads (not the name, id, context or published parameter count).
+func (m Model) SameShapes(o Model) bool {
+	same := m.Layers == o.Layers && m.Hidden == o.Hidden && m.Heads == o.Heads && m.KVHeads == o.KVHeads &&
+		m.HeadDim == o.HeadDim && m.Intermediate == o.Intermediate && m.Vocab == o.Vocab &&
+		m.TiedEmbeddings == o.TiedEmbeddings && m.Weights == o.Weights && (m.MoE == nil) == (o.MoE == nil)
+	return same && (m.MoE == nil || *m.MoE == *o.MoE)
+}
+
 // moeLayers is how many layers route to experts (0 for a dense model).
 func (m Model) moeLayers() int {
 	if m.MoE == nil {

@@ -284,9 +284,11 @@ func (d Deployment) allReduces() int { return 2*d.Model.Layers + 1 }
 func (d Deployment) step(b Breakdown, tokens, logits int) Breakdown {
 	m := d.Model
 	l, dense, moe := float64(m.Layers), float64(m.denseLayers()), float64(m.moeLayers())
-	b.GEMM = l*d.attnProjUs(&b, tokens) + dense*d.mlpUs(&b, tokens, m.Intermediate) +
-		d.gemmAt(&b, kerneltab.BF16, logits, m.Vocab/d.TP, m.Hidden)
-	b.Elementwise = dense * d.layerElementwiseUs(tokens, m.Intermediate)
+	b.GEMM = l*d.attnProjUs(&b, tokens) + d.gemmAt(&b, kerneltab.BF16, logits, m.Vocab/d.TP, m.Hidden)
+	if dense > 0 {
+		b.GEMM += dense * d.mlpUs(&b, tokens, m.Intermediate)
+		b.Elementwise = dense * d.layerElementwiseUs(tokens, m.Intermediate)
+	}
 	if m.MoE != nil {
 		// The router (replicated, BF16) and the shared expert (a dense MLP split TP ways).
 		b.GEMM += moe * (d.gemmAt(&b, kerneltab.BF16, tokens, m.MoE.Experts, m.Hidden) + d.mlpUs(&b, tokens, m.MoE.SharedIntermediate))

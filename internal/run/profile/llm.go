@@ -18,7 +18,7 @@ import (
 // --link and --explain.
 func (r *profileRun) parseLLM() error {
 	a := r.opt
-	llmFlags := a.TPSet || a.LinkSet || a.Explain || a.KVCacheDtype != ""
+	llmFlags := a.TPSet || a.LinkSet || a.Explain || a.KVCacheDtype != "" || a.Quantization != "" || a.ExpertParallel
 	for _, p := range a.LLMConfigs {
 		if a.Import != "" || isFile(a.LLM) {
 			return run.UsageErrorf("--llm-config %s: profiles a model from its shapes: not with --import or an imported --llm profile", p)
@@ -28,8 +28,18 @@ func (r *profileRun) parseLLM() error {
 			return run.UsageErrorf("--llm-config: %v", err)
 		}
 		for _, m := range ms {
-			if _, err := llm.Lookup(m.Name); err == nil || slices.ContainsFunc(r.llmModels, func(x llm.Model) bool { return x.Name == m.Name }) {
-				return run.UsageErrorf("--llm-config %s: model name %q is taken (a catalogue model or another config): put the config in a directory of another name", p, m.Name)
+			if cat, err := llm.Lookup(m.Name); err == nil {
+				if !cat.SameShapes(m) {
+					return run.UsageErrorf("--llm-config %s: model name %q is the catalogue's, whose shapes differ (profiler/llm/catalogue/%s.json): put the config in a directory of another name", p, m.Name, cat.Name)
+				}
+				// The catalogue's own model (a user's copy of its config): profiled as --llm.
+				if !slices.Contains(r.llmNames, cat.Name) {
+					r.llmNames = append(r.llmNames, cat.Name)
+				}
+				continue
+			}
+			if slices.ContainsFunc(r.llmModels, func(x llm.Model) bool { return x.Name == m.Name }) {
+				return run.UsageErrorf("--llm-config %s: model name %q is taken by another config: put the config in a directory of another name", p, m.Name)
 			}
 			r.llmModels = append(r.llmModels, m)
 		}
@@ -38,23 +48,29 @@ func (r *profileRun) parseLLM() error {
 	case a.LLM == "" && len(r.llmModels) > 0:
 	case a.LLM == "":
 		if llmFlags {
-			return run.UsageErrorf("--tp, --link, --kv-cache-dtype and --explain: only with --llm MODEL[,MODEL...]")
+			return run.UsageErrorf("--tp, --link, --kv-cache-dtype, --quantization, --expert-parallel and --explain: only with --llm MODEL[,MODEL...]")
 		}
 		return nil
 	case a.Import != "":
 		// With --import any model may be named: the step log's engine (import.go).
 		if llmFlags {
-			return run.UsageErrorf("--tp, --link, --kv-cache-dtype and --explain: only for analytic estimates (--llm MODEL[,MODEL...]), not with --import")
+			return run.UsageErrorf("--tp, --link, --kv-cache-dtype, --quantization, --expert-parallel and --explain: only for analytic estimates (--llm MODEL[,MODEL...]), not with --import")
 		}
 		return nil
 	case isFile(a.LLM):
 		if llmFlags {
-			return run.UsageErrorf("--tp, --link, --kv-cache-dtype and --explain: only for analytic estimates (--llm MODEL[,MODEL...]), not an imported profile %s", a.LLM)
+			return run.UsageErrorf("--tp, --link, --kv-cache-dtype, --quantization, --expert-parallel and --explain: only for analytic estimates (--llm MODEL[,MODEL...]), not an imported profile %s", a.LLM)
 		}
 		return nil
 	}
 	if d := a.KVCacheDtype; d != "" && !slices.Contains(formats.KVCacheDtypes, d) {
 		return run.UsageErrorf("--kv-cache-dtype: %q: must be one of %s", d, strings.Join(formats.KVCacheDtypes, ", "))
+	}
+	if q := strings.ToLower(a.Quantization); q != "" && !slices.Contains(llm.Quantizations, q) {
+		return run.UsageErrorf("--quantization: %q: must be one of %s", a.Quantization, strings.Join(llm.Quantizations, ", "))
+	}
+	if a.ExpertParallel && !a.TPSet {
+		return run.UsageErrorf("--expert-parallel: needs --tp (the GPUs the experts are spread over)")
 	}
 	for _, name := range strings.Split(a.LLM, ",") {
 		if a.LLM == "" {
@@ -112,11 +128,15 @@ func (r *profileRun) llmProfiles(io *run.IO) ([]formats.LLMProfile, error) {
 	if r.gpusSet {
 		gs = r.gpus
 	}
-	ls, skipped, err := llm.EstimateAll(r.llmNames, gs, llm.Options{TP: r.tps, Link: r.link, KVCacheDtype: r.opt.KVCacheDtype, Models: r.llmModels})
+	ls, skipped, err := llm.EstimateAll(r.llmNames, gs, llm.Options{TP: r.tps, Link: r.link, KVCacheDtype: r.opt.KVCacheDtype, Quantization: r.opt.Quantization, ExpertParallel: r.opt.ExpertParallel, Models: r.llmModels})
 	if err != nil {
 		return nil, run.UsageErrorf("--llm: %v", err)
 	}
 	for _, s := range skipped {
+		if s.TP == 0 {
+			fmt.Fprintf(io.Err, "warning: skipped %s on %s: %v\n", s.Model, s.GPU, s.Reason)
+			continue
+		}
 		fmt.Fprintf(io.Err, "warning: --tp %d: skipped %s on %s: %v\n", s.TP, s.Model, s.GPU, s.Reason)
 	}
 	if r.opt.Explain {
@@ -142,6 +162,11 @@ type llmExplain struct {
 	StepTimes string `json:"step_times"`
 	// KV is the KV cache's memory budget, term by term, as vLLM sizes it.
 	KV llm.KVMemory `json:"kv_memory"`
+	// Weights is the linear layers' dtype; MoE a mixture-of-experts model's experts, and
+	// ExpertParallel whether they sit whole on the GPUs.
+	Weights        string   `json:"weights"`
+	MoE            *llm.MoE `json:"moe,omitempty"`
+	ExpertParallel bool     `json:"expert_parallel,omitempty"`
 }
 
 func explainLLM(p formats.LLMProfile, link roofline.Link, configs []llm.Model) (llmExplain, error) {
@@ -154,6 +179,9 @@ func explainLLM(p formats.LLMProfile, link roofline.Link, configs []llm.Model) (
 	if err != nil {
 		return llmExplain{}, err
 	}
+	if m, err = m.Quantize(p.WeightDType); err != nil {
+		return llmExplain{}, err
+	}
 	g, err := gpus.Lookup(p.GPU)
 	if err != nil {
 		return llmExplain{}, err
@@ -164,12 +192,18 @@ func explainLLM(p formats.LLMProfile, link roofline.Link, configs []llm.Model) (
 	}
 	fp8 := p.Engine.KVFP8()
 	d = d.WithKVCache(fp8)
+	ep := p.Engine != nil && p.Engine.EnableExpertParallel
+	if ep {
+		if d, err = d.WithExpertParallel(); err != nil {
+			return llmExplain{}, err
+		}
+	}
 	resolved := "-"
 	if p.GPUCount > 1 {
 		_, l := roofline.NewKernels(g).LinkGBps(link)
 		resolved = string(l)
 	}
-	return llmExplain{Model: m.Name, GPU: g.Name, TP: p.GPUCount, Link: resolved, Cells: d.ExplainCells(),
+	return llmExplain{Model: m.Name, GPU: g.Name, TP: p.GPUCount, Link: resolved, Cells: d.ExplainCells(), Weights: m.Weights.String(), ExpertParallel: ep, MoE: m.MoE,
 		StepTimes: d.StepTimes(), KV: llm.KVBudget(m, g, p.GPUCount, fp8)}, nil
 }
 
@@ -184,19 +218,36 @@ func writeExplain(w io.Writer, es []llmExplain) {
 			link = " over " + e.Link
 		}
 		fmt.Fprintf(w, "\n%s on %d × %s%s: step time by term (ms)\n", e.Model, e.TP, e.GPU, link)
+		if e.MoE != nil {
+			split := fmt.Sprintf("each split over the %d GPUs (tensor parallel)", e.TP)
+			if e.ExpertParallel {
+				split = fmt.Sprintf("%d whole experts per GPU (expert parallel)", e.MoE.Experts/e.TP)
+			}
+			fmt.Fprintf(w, "experts: %d routed, %d per token, %d intermediate; %s; weights %s\n", e.MoE.Experts, e.MoE.TopK, e.MoE.Intermediate, split, e.Weights)
+		} else if e.Weights != "bf16" {
+			fmt.Fprintf(w, "weights: %s\n", e.Weights)
+		}
 		var rows [][]string
 		for _, c := range e.Cells {
 			t := c.Terms
-			rows = append(rows, []string{cellName(c), ms(t.GEMM), ms(t.Attention), ms(t.AllReduce), ms(t.Elementwise), ms(t.Overhead), ms(c.TotalUs)})
+			row := []string{cellName(c), ms(t.GEMM), ms(t.Attention)}
+			if e.MoE != nil {
+				row = append(row, ms(t.MoE))
+			}
+			rows = append(rows, append(row, ms(t.AllReduce), ms(t.Elementwise), ms(t.Overhead), ms(c.TotalUs)))
 		}
-		run.WriteTable(w, []string{"cell", "gemm", "attention", "allreduce", "elementwise", "overhead", "total"}, rows)
+		head := []string{"cell", "gemm", "attention"}
+		if e.MoE != nil {
+			head = append(head, "moe")
+		}
+		run.WriteTable(w, append(head, "allreduce", "elementwise", "overhead", "total"), rows)
 		fmt.Fprintf(w, "step times: %s\n", e.StepTimes)
 		for _, c := range e.Cells {
 			if len(c.Terms.Sources) == 0 {
 				continue
 			}
 			fmt.Fprintf(w, "  %s:\n", cellName(c))
-			for _, term := range []string{"gemm", "attention", "allreduce"} {
+			for _, term := range []string{"gemm", "attention", "moe", "allreduce"} {
 				var pts []string
 				for _, s := range c.Terms.Sources {
 					if p := s.Point.String(); s.Term == term && !slices.Contains(pts, p) {

@@ -70,6 +70,10 @@ type Args struct {
 	// KVCacheDtype is --kv-cache-dtype: vLLM's KV cache dtype for --llm estimates ("" =
 	// auto, BF16; fp8, fp8_e4m3, fp8_e5m2).
 	KVCacheDtype string
+	// Quantization is --quantization (the weights' dtype; "" = the checkpoint's), and
+	// ExpertParallel --expert-parallel, for --llm estimates.
+	Quantization   string
+	ExpertParallel bool
 	// LLMConfigs are --llm-config paths: Hugging Face config.json files, or directories of
 	// them, each a dense model profiled as --llm's catalogue names are.
 	LLMConfigs []string

@@ -41,6 +41,8 @@ type profileOptions struct {
 	// calibrate.go).
 	llmConfigs   []string
 	kvCacheDtype string
+	quantization string
+	expertPar    bool
 	calibrate    string
 	profile      string
 	model        string
@@ -65,17 +67,25 @@ Backends:
 With no model, profiles the embedded demo CNN analytically for the demo cluster's GPU types
 (L4, P4 at PPipe's vGPU x batch grid) and, when ONNX Runtime is available, on the local CPU.
 --llm adds LLM profiles (QLM): model names separated by commas, "all", or a profile file to
-import. --llm-config adds models a user brings as Hugging Face config.json files (repeatable;
-a directory of them): dense decoders (llama, mistral, qwen2/3, phi3, gemma, ...), named by
-their directories, with hf_model from the config; mixture-of-experts, latent-attention and
-quantized checkpoints are refused naming the field. Analytic LLM profiles time each step from NVIDIA's measured vLLM kernel tables on the
-H100, H200, B200, A100 and L40S (GEMMs, attention, vLLM's all-reduce; step_times "measured"),
+import; the catalogue is 28 embedded Hugging Face configs (profiler/llm/catalogue: Llama,
+Qwen, Mistral, Gemma, Phi dense models; Mixtral, Qwen3-MoE, Llama-4, gpt-oss
+mixture-of-experts). --llm-config adds models a user brings as config.json files
+(repeatable; a directory of them): dense decoders (llama, mistral, qwen2/3, phi3, gemma3,
+...) and mixture-of-experts ones (mixtral, qwen2_moe/qwen3_moe, llama4, gpt_oss, ...), FP8,
+MXFP4 and NVFP4 checkpoints (quantization_config), named by their directories, with
+hf_model from the config; latent-attention (DeepSeek) and INT4/INT8 checkpoints are refused
+naming the field. --quantization fp8 runs a BF16 checkpoint as vLLM's online FP8 (half the
+weight bytes, FP8 GEMMs); --expert-parallel places a mixture-of-experts model's experts
+whole on its --tp GPUs (vLLM's --enable-expert-parallel; the experts must divide by the
+degree). Analytic LLM profiles time each step from NVIDIA's measured vLLM kernel tables on
+the H100, H200, B200, A100 and L40S (GEMMs, attention, fused MoE layers, vLLM's all-reduce;
+step_times "measured"),
 and from a roofline calibrated on the nearest measured architecture elsewhere ("estimated",
 with its error band); the KV capacity is vLLM's start-up budget (--kv-cache-dtype fp8 halves
 a token's bytes). They are at the smallest tensor-parallel degree that fits unless --tp
 lists degrees (1-8; those a model cannot be sharded over or whose GPUs cannot hold it are
 skipped, named on stderr), over NVLink where the GPU has it unless --link pcie. --explain prints
-each profile's step model by term (gemm, attention, allreduce, elementwise, overhead) at
+each profile's step model by term (gemm, attention, moe, allreduce, elementwise, overhead) at
 prefill of 512/2048/8192 tokens and decode of 1/8/32/128 sequences at 2,048 tokens of context,
 the measured-table point each term came from, and the KV budget term by term.
 --llm with --import STEPS replaces the one LLM profile's iteration curves with measured step
@@ -109,6 +119,8 @@ The profile is validated and written atomically; a summary table goes to stdout.
   plan profile --llm all --gpu A10,A100,H100 -o llm.json
   plan profile --llm llama-3.1-8b --gpu H100 --tp 2 --kv-cache-dtype fp8 --explain -o llm-fp8.json
   plan profile --llm-config profiler/llm/testdata/configs --gpu H100,A100 -o my-llms.json
+  plan profile --llm mixtral-8x7b --gpu H100 --tp 2,4 --expert-parallel --explain -o mixtral-ep.json
+  plan profile --llm llama-3.1-70b --gpu H100 --tp 2 --quantization fp8 -o llama70b-fp8.json
   plan profile --llm llama-3.1-8b,llama-3.1-70b --gpu H100 --tp 1,2,4,8 --explain
   plan profile --zoo llama-2-70b --gpu A100
   plan profile --llm mistral-7b --gpu A100 --import steps.csv -o llm.json
@@ -121,7 +133,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
 			a := runprofile.Args{Zoo: o.zoo, Backend: o.backend, Device: o.device, DeviceSet: ch("device"), GPUs: o.gpus,
 				Batch: o.batch, VGPU: o.vgpu, Blocks: o.blocks, Partition: o.method, InputShape: o.inputShape,
 				TRTProfile: o.trtProfile, TRTLayers: o.trtLayers, LLM: o.llm, TP: o.tp, TPSet: ch("tp"), Link: o.link,
-				LinkSet: ch("link"), KVCacheDtype: o.kvCacheDtype, LLMConfigs: o.llmConfigs, Explain: o.explain, Import: o.steps, GPUCount: o.gpuCount, GPUCountSet: ch("gpu-count"),
+				LinkSet: ch("link"), KVCacheDtype: o.kvCacheDtype, Quantization: o.quantization, ExpertParallel: o.expertPar, LLMConfigs: o.llmConfigs, Explain: o.explain, Import: o.steps, GPUCount: o.gpuCount, GPUCountSet: ch("gpu-count"),
 				KVCapacityTokens: o.kvTokens, KVCapacityTokensSet: ch("kv-capacity-tokens"), Precision: o.precision,
 				TRT: o.useTRT, Seed: o.seed, Out: o.out, Calibrate: o.calibrate, Profile: o.profile, ProfileModel: o.model,
 				Systems: app.Systems}
@@ -145,7 +157,9 @@ The profile is validated and written atomically; a summary table goes to stdout.
 	f.StringVar(&o.trtLayers, "trt-layers", "", "trtexec --exportLayerInfo JSON (backend trt; detailed verbosity gives cut sizes)")
 	listVar(f, &o.llm, "llm", "", "LLM profiles: comma-separated names of "+strings.Join(llm.Names(), ", ")+"; all; or a profile file to import")
 	listVar(f, &o.tp, "tp", "", "with --llm: tensor-parallel degrees to profile, e.g. 1,2,4,8 or 1-8 (default: the smallest that fits)")
-	f.StringArrayVar(&o.llmConfigs, "llm-config", nil, "an LLM from its Hugging Face config.json (repeatable; or a directory of them): a dense decoder (llama, mistral, qwen2/3, phi3, gemma, ...), named by its directory, profiled as --llm's models are")
+	f.StringArrayVar(&o.llmConfigs, "llm-config", nil, "an LLM from its Hugging Face config.json (repeatable; or a directory of them): a dense or mixture-of-experts decoder (llama, mistral, qwen2/3, gemma3, mixtral, qwen3_moe, llama4, gpt_oss, ...), named by its directory, profiled as --llm's models are")
+	f.StringVar(&o.quantization, "quantization", "", "with --llm/--llm-config: the weights' dtype: auto (the checkpoint's), bf16, fp8 (vLLM's online FP8 of a BF16 checkpoint), mxfp4, nvfp4 (Blackwell only); the exports pass fp8 to vLLM")
+	f.BoolVar(&o.expertPar, "expert-parallel", false, "with --llm/--llm-config and --tp: place a mixture-of-experts model's experts whole on the GPUs (vLLM's --enable-expert-parallel); dense models and TP 1 are profiled without it")
 	f.StringVar(&o.kvCacheDtype, "kv-cache-dtype", "", "with --llm: vLLM's --kv-cache-dtype: auto (BF16) or fp8, fp8_e4m3, fp8_e5m2 (half the KV bytes: twice the capacity, FP8-cache attention kernels; the exports pass it to vLLM)")
 	f.StringVar(&o.link, "link", "auto", "with --llm: GPU interconnect for tensor-parallel all-reduces: auto (NVLink where the GPU has it), nvlink or pcie")
 	f.BoolVar(&o.explain, "explain", false, "with --llm: print each roofline LLM profile's step time by term")

@@ -175,17 +175,21 @@ func TestProfileTRTAndLLM(t *testing.T) {
 	}
 	// LLMs only, then import them back.
 	llmOut := filepath.Join(t.TempDir(), "llm.json")
-	if code, _, stderr := rootRun(t, "profile", "--llm", "all", "-o", llmOut); code != ExitOK {
+	code, _, stderr = rootRun(t, "profile", "--llm", "all", "-o", llmOut)
+	if code != ExitOK {
 		t.Fatalf("llm all: exit %d: %s", code, stderr)
 	}
-	if n, want := len(readProfile(t, llmOut).LLMs), 3*len(llm.Names()); n != want {
-		t.Fatalf("%d LLM profiles, want %d models × 3 GPUs", n, len(llm.Names()))
+	// Every catalogue model on each default GPU, but those eight of them cannot hold
+	// (named on stderr: Llama-4-Maverick's 400B on A10s, ...).
+	n, skipped := len(readProfile(t, llmOut).LLMs), strings.Count(stderr, "does not fit 8")
+	if want := 3 * len(llm.Names()); n+skipped != want || skipped > want/4 {
+		t.Fatalf("%d LLM profiles and %d skipped, want %d models × 3 GPUs: %s", n, skipped, len(llm.Names()), stderr)
 	}
 	again := filepath.Join(t.TempDir(), "again.json")
 	if code, _, stderr := rootRun(t, "profile", "--llm", llmOut, "-o", again); code != ExitOK {
 		t.Fatalf("llm import: exit %d: %s", code, stderr)
 	}
-	if l := readProfile(t, again).LLMs; len(l) != 3*len(llm.Names()) || l[0].Backend != "import" {
+	if l := readProfile(t, again).LLMs; len(l) != n || l[0].Backend != "import" {
 		t.Fatalf("imported %+v", l)
 	}
 }
