@@ -29,16 +29,27 @@ import (
 const (
 	// MaxTokensLimit bounds max_tokens and the prompt_tokens extension.
 	MaxTokensLimit = 1 << 20
+	// MaxChoices bounds the sequences one request asks for: n times its prompts. Each is a
+	// request in the engine and a goroutine here; vLLM's own default bound on n is 16384
+	// (VLLM_MAX_N_SEQUENCES), far more than a plan's instance batches at once.
+	MaxChoices = 1024
+	// greedyTemperature is vLLM's _SAMPLING_EPS: a temperature below it is greedy sampling.
+	greedyTemperature = 1e-5
 )
 
 // Request is a decoded completion or chat-completion request.
 type Request struct {
 	Chat  bool
 	Model string
-	// Prompt is the completion prompt (the strings of an array prompt joined), or the chat
-	// messages' contents in order.
-	Prompt   string
+	// Prompt is the completion prompt (the first of an array of prompts).
+	Prompt string
+	// Prompts are all of a completion's prompts: one for a string prompt. Each is served
+	// on its own with N choices, as vLLM serves a prompt array (perPrompt).
+	Prompts  []string
 	Messages []Message
+	// N is the choices per prompt (the n field, 1 by default): each an independent sequence
+	// in the engine, its own choice in the answer.
+	N int
 	// MaxTokens is the output length; 0 means the class's profile draws it (emulation).
 	MaxTokens int
 	Stream    bool
@@ -49,12 +60,32 @@ type Request struct {
 	// Priority is vLLM's request priority (lower first).
 	Priority int32
 	// PromptTokens is the prompt length: the prompt_tokens extension field when given,
-	// otherwise Tokens of the text.
+	// otherwise Tokens of the text (of Prompt, for an array of prompts).
 	PromptTokens int
 	// Class is the class extension field (dataplane.Attrs.Class).
 	Class int32
 	// explicitPrompt: PromptTokens came from the prompt_tokens field.
 	explicitPrompt bool
+	// promptTokens are the lengths of Prompts, when there are several.
+	promptTokens []int
+	// logprobs names the first log-probability field that asks for some (with its value),
+	// "" when none does: only a real engine has them to give (Frontend.read).
+	logprobs string
+}
+
+// perPrompt is the request once per prompt: a completion with an array of prompts is
+// served as one request per prompt, each with its own prompt and length, in order.
+func (r *Request) perPrompt() []*Request {
+	if len(r.Prompts) <= 1 {
+		return []*Request{r}
+	}
+	out := make([]*Request, len(r.Prompts))
+	for i, p := range r.Prompts {
+		c := *r
+		c.Prompt, c.Prompts, c.PromptTokens, c.promptTokens = p, nil, r.promptTokens[i], nil
+		out[i] = &c
+	}
+	return out
 }
 
 // Message is one chat message.
@@ -67,9 +98,10 @@ type Message struct {
 // as Python clients send them). Sampling fields (temperature, top_p, top_k, seed, stop,
 // presence and frequency penalties, user, ignore_eos, min_tokens) are accepted: the
 // generated text is filler whatever they say, and its length is max_tokens or the class's
-// profile. Fields that would change the answer's shape or content and that this server does
-// not implement are refused with a 400 naming them (unimplemented, below) rather than
-// ignored; other unknown fields are accepted, as vLLM does.
+// profile. n and an array of prompts are served (one sequence per choice). Fields that would
+// change the answer's shape or content and that this server does not implement are refused
+// with a 400 naming them (unimplemented, below) rather than ignored; other unknown fields
+// are accepted, as vLLM does.
 type wire struct {
 	Model         *string            `json:"model"`
 	Prompt        json.RawMessage    `json:"prompt"`
@@ -105,7 +137,8 @@ type wire struct {
 
 // unimplemented lists the fields refused unless they hold their default (the values that
 // ask for nothing: null, false, 0, 1 for best_of, "", [], {}, "none"/"auto" tool choice,
-// {"type":"text"} format, ["text"] modalities).
+// {"type":"text"} format, ["text"] modalities). The log-probability fields are the first
+// three (logprobFields): a real engine behind --llm-endpoints answers them.
 func (w *wire) unimplemented() []struct {
 	name string
 	raw  json.RawMessage
@@ -132,6 +165,9 @@ func (w *wire) unimplemented() []struct {
 		{"modalities", w.Modalities, []string{`["text"]`}},
 	}
 }
+
+// logprobFields is how many of unimplemented's first entries ask for log probabilities.
+const logprobFields = 3
 
 // compactJSON is raw without insignificant spaces ("" when it does not parse).
 func compactJSON(raw json.RawMessage) string {
@@ -182,8 +218,30 @@ func badRequest(param, format string, a ...any) *Error {
 }
 
 // Decode reads a completion (chat false) or chat-completion body. A malformed body is a 400
-// Error naming the field and the value.
+// Error naming the field and the value, and so is a request for log probabilities, which
+// the server's emulated engines do not have (decode leaves that to the caller).
 func Decode(body []byte, chat bool) (*Request, *Error) {
+	r, e := decode(body, chat)
+	if e == nil && r.logprobs != "" {
+		e = noLogprobs(r)
+	}
+	if e != nil {
+		return nil, e
+	}
+	return r, nil
+}
+
+// noLogprobs refuses the log probabilities r asks for: an emulated engine times an LLM but
+// generates filler text, and has no token probabilities to report (numbers made up for them
+// would be wrong).
+func noLogprobs(r *Request) *Error {
+	name, _, _ := strings.Cut(r.logprobs, ": ")
+	return badRequest(name, "%s: not served by this server's emulated engines: they time an LLM but generate filler text, with no token probabilities to report (a plan served with --llm-endpoints forwards it to a real engine)", r.logprobs)
+}
+
+// decode is Decode except that a request for log probabilities is recorded
+// (Request.logprobs), not refused.
+func decode(body []byte, chat bool) (*Request, *Error) {
 	var w wire
 	// The one checked decoding path (formats/jsonx): nesting, duplicate keys, keys that
 	// differ only in case from a field (MAX_TOKENS), null numbers; unknown fields stay
@@ -224,18 +282,24 @@ func Decode(body []byte, chat bool) (*Request, *Error) {
 		if w.Messages != nil {
 			return nil, badRequest("messages", "messages: not a completion field (use prompt, or POST /v1/chat/completions)")
 		}
-		p, err := decodePrompt(w.Prompt)
+		ps, err := decodePrompt(w.Prompt)
 		if err != "" {
 			return nil, badRequest("prompt", "prompt: %s", err)
 		}
-		r.Prompt = p
+		r.Prompt, r.Prompts = ps[0], ps
 	}
-	for _, f := range w.unimplemented() {
+	for i, f := range w.unimplemented() {
 		if f.raw == nil {
 			continue
 		}
 		v := compactJSON(f.raw)
 		if v == "null" || slices.Contains(f.ok, v) {
+			continue
+		}
+		if i < logprobFields {
+			if r.logprobs == "" {
+				r.logprobs = f.name + ": " + formats.Echo(v)
+			}
 			continue
 		}
 		return nil, badRequest(f.name, "%s: %s: not implemented by this server (it would change the answer; leave it out)", f.name, formats.Echo(v))
@@ -270,13 +334,23 @@ func Decode(body []byte, chat bool) (*Request, *Error) {
 	} else if ok {
 		r.Priority = int32(n)
 	}
-	if n, ok, e := intField("n", w.N, math.MinInt32, math.MaxInt32); e != nil {
+	r.N = 1
+	if n, ok, e := intField("n", w.N, 1, MaxChoices); e != nil {
 		return nil, e
-	} else if ok && n != 1 {
-		return nil, badRequest("n", "n: %d: only one choice per request is served", n)
+	} else if ok {
+		r.N = int(n)
 	}
+	if k := max(len(r.Prompts), 1); r.N*k > MaxChoices {
+		return nil, badRequest("n", "n: %d choices for each of %d prompts: more than the %d sequences one request may ask for", r.N, k, MaxChoices)
+	}
+	// vLLM's range (SamplingParams._verify_args): finite, at least 0 and, since vLLM
+	// checks OpenAI's upper bound too (0.24), at most 2; older vLLM took any temperature ≥ 0.
 	if w.Temperature != nil && (*w.Temperature < 0 || *w.Temperature > 2) {
 		return nil, badRequest("temperature", "temperature: %g: must be in [0, 2]", *w.Temperature)
+	}
+	if w.Temperature != nil && *w.Temperature < greedyTemperature && r.N > 1 {
+		// vLLM's _verify_greedy_sampling: greedy choices would all be the same text.
+		return nil, badRequest("n", "n: %d: must be 1 with greedy sampling (temperature %g), as vLLM requires", r.N, *w.Temperature)
 	}
 	if n, ok, e := intField("class", w.Class, 0, math.MaxInt32); e != nil {
 		return nil, e
@@ -286,10 +360,22 @@ func Decode(body []byte, chat bool) (*Request, *Error) {
 	if n, ok, e := intField("prompt_tokens", w.PromptTokens, 1, MaxTokensLimit); e != nil {
 		return nil, e
 	} else if ok {
+		if len(r.Prompts) > 1 {
+			return nil, badRequest("prompt_tokens", "prompt_tokens: gives one prompt's length, and the request has %d prompts (send one request per prompt, or leave prompt_tokens out)", len(r.Prompts))
+		}
 		r.PromptTokens = int(n)
 		r.explicitPrompt = true
 	} else if chat {
 		r.PromptTokens = ChatTokens(r.Messages)
+	} else if len(r.Prompts) > 1 {
+		r.promptTokens = make([]int, len(r.Prompts))
+		for i, p := range r.Prompts {
+			r.promptTokens[i] = max(Tokens(p), 1)
+			if r.promptTokens[i] > MaxTokensLimit {
+				return nil, badRequest("prompt", "prompt[%d]: about %d tokens: more than %d", i, r.promptTokens[i], MaxTokensLimit)
+			}
+		}
+		r.PromptTokens = r.promptTokens[0]
 	} else {
 		r.PromptTokens = max(Tokens(r.Prompt), 1)
 	}
@@ -317,26 +403,31 @@ func kindOf(k string) string {
 	return k
 }
 
-func decodePrompt(raw json.RawMessage) (string, string) {
+// decodePrompt reads a completion's prompt: a string, or an array of strings (at least one),
+// each served as its own prompt.
+func decodePrompt(raw json.RawMessage) ([]string, string) {
 	if raw == nil || string(raw) == "null" {
-		return "", "required (a string or an array of strings)"
+		return nil, "required (a string or an array of strings)"
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, ""
+		return []string{s}, ""
 	}
 	var ss []string
 	if err := json.Unmarshal(raw, &ss); err == nil {
-		if len(ss) != 1 {
-			return "", fmt.Sprintf("an array of %d prompts: one prompt per request is served", len(ss))
+		if len(ss) == 0 {
+			return nil, "an empty array: give at least one prompt"
 		}
-		return ss[0], ""
+		if len(ss) > MaxChoices {
+			return nil, fmt.Sprintf("an array of %d prompts: more than the %d one request may hold", len(ss), MaxChoices)
+		}
+		return ss, ""
 	}
 	v := string(raw)
 	if len(v) > 40 {
 		v = v[:40] + "…"
 	}
-	return "", fmt.Sprintf("%s: must be a string or an array of one string (token-id prompts: give prompt_tokens)", v)
+	return nil, fmt.Sprintf("%s: must be a string or an array of strings (token-id prompts: give prompt_tokens)", v)
 }
 
 func decodeMessage(raw json.RawMessage) (Message, string) {

@@ -202,17 +202,40 @@ func (f *Frontend) read(w http.ResponseWriter, r *http.Request, chat bool) (*Req
 		}
 		return nil, nil, badRequest("", "reading the body: %v", err)
 	}
-	req, e := Decode(body, chat)
+	req, e := decode(body, chat)
 	if e != nil {
 		return nil, nil, e
+	}
+	if f.engines == nil && req.logprobs != "" {
+		return nil, nil, noLogprobs(req)
+	}
+	if f.engines != nil {
+		// A request goes whole to the engine of the instance QLM placed its one sequence on
+		// (remote): its emulated copy, which QLM schedules, is that one sequence.
+		if req.N > 1 {
+			return nil, nil, badRequest("n", "n: %d: with --llm-endpoints a request is one sequence on one engine, as the plan schedules it; ask for one choice per request", req.N)
+		}
+		if len(req.Prompts) > 1 {
+			return nil, nil, badRequest("prompt", "prompt: an array of %d prompts: with --llm-endpoints a request is one sequence on one engine, as the plan schedules it; send one request per prompt", len(req.Prompts))
+		}
 	}
 	if !f.known(req.Model) {
 		return nil, nil, f.unknown(req.Model)
 	}
-	if e := f.checkLimits(req); e != nil {
+	if e := f.checkAllLimits(req); e != nil {
 		return nil, nil, e
 	}
 	return req, body, nil
+}
+
+// checkAllLimits is checkLimits for each of req's prompts.
+func (f *Frontend) checkAllLimits(req *Request) *Error {
+	for _, p := range req.perPrompt() {
+		if e := f.checkLimits(p); e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 func (f *Frontend) known(model string) bool {
@@ -233,10 +256,13 @@ func (f *Frontend) unknown(model string) *Error {
 		Message: fmt.Sprintf("model: %q: not served here (models: %s)", model, strings.Join(names, ", "))}
 }
 
-// submission is one request's way through the engine.
+// submission is one sequence's way through the engine: a choice of a request.
 type submission struct {
+	// req is the request for the choice's prompt (Request.perPrompt); id its engine id.
 	req *Request
 	id  string
+	// group ties the choices of one prompt (n > 1) for the metrics vLLM keeps per request.
+	group *serve.ChoiceGroup
 	// tokens counts the request's finished iterations (OnHop): each yields one token;
 	// worker is the instance of the latest: where QLM has the request now, which changes
 	// when a failed instance's requests are re-queued on live ones (QLM §7).
@@ -254,13 +280,70 @@ func (f *Frontend) newID(chat bool) string {
 	return p + f.prefix + "-" + strconv.FormatUint(f.seq.Add(1), 10)
 }
 
+// choices are req's sequences, one per choice in the order of the answer's index: prompt
+// i's n choices are i·n … i·n+n−1, as vLLM orders them. They share one tick channel (a
+// stream wakes for any of them). With several choices, each engine id is id-<index>.
+func choices(req *Request, id string) []*submission {
+	per := req.perPrompt()
+	subs := make([]*submission, 0, len(per)*req.N)
+	tick := make(chan struct{}, 1)
+	for _, p := range per {
+		var grp *serve.ChoiceGroup
+		if req.N > 1 {
+			grp = serve.NewChoiceGroup(req.N)
+		}
+		for range req.N {
+			subs = append(subs, &submission{req: p, id: id, group: grp, tick: tick})
+		}
+	}
+	if len(subs) > 1 {
+		for i, sub := range subs {
+			sub.id = id + "-" + strconv.Itoa(i)
+		}
+	}
+	return subs
+}
+
+// runAll serves every choice and waits for them all. The first that fails (ctx ended, or an
+// answer other than 200) ends the others, since the client gets one answer, and is returned;
+// otherwise an answer of the last to finish.
+func (f *Frontend) runAll(ctx context.Context, subs []*submission, arrived time.Time) (*serve.Answer, error) {
+	if len(subs) == 1 {
+		return f.submit(ctx, subs[0], arrived)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan outcome, len(subs))
+	for _, sub := range subs {
+		go func() {
+			a, err := f.submit(ctx, sub, arrived)
+			done <- outcome{a, err}
+		}()
+	}
+	var fail, ok *outcome
+	for range subs {
+		o := <-done
+		switch {
+		case o.err == nil && o.a.Status == 200:
+			ok = &o
+		case fail == nil:
+			fail = &o
+			cancel()
+		}
+	}
+	if fail != nil {
+		return fail.a, fail.err
+	}
+	return ok.a, nil
+}
+
 // submit runs req through Server.Submit with its attributes; QLM reads InTokens and OutTokens
 // (0: drawn from the class profile, a normal truncated to [1, max], as the paper's normal
 // lengths can go negative) for its RCT estimate (QLM §6).
 func (f *Frontend) submit(ctx context.Context, sub *submission, arrived time.Time) (*serve.Answer, error) {
 	return f.s.Submit(ctx, serve.Request{Model: sub.req.Model, ID: sub.id, Arrived: arrived,
 		Attrs:         dataplane.Attrs{Class: sub.req.Class, Priority: sub.req.Priority, InTokens: int32(sub.req.PromptTokens), OutTokens: int32(sub.req.MaxTokens)},
-		RefusedStatus: refusedStatus,
+		RefusedStatus: refusedStatus, Choices: sub.group,
 		OnHop: func(h serve.HopEvent) {
 			sub.mu.Lock()
 			if h.HasTokens {
@@ -355,19 +438,51 @@ func usage(req *Request, out int) *Usage {
 	return &Usage{PromptTokens: req.PromptTokens, CompletionTokens: out, TotalTokens: req.PromptTokens + out}
 }
 
-// response builds the whole (non-streaming) answer.
-func response(req *Request, id string, created int64, out int) map[string]any {
-	choice := map[string]any{"index": 0, "finish_reason": finishReason(req)}
+// totalUsage is the usage of a whole answer whose choices generated outs: every prompt's
+// tokens once, however many choices it has (n), and every choice's output (as vLLM counts).
+func totalUsage(req *Request, subs []*submission, outs []int) *Usage {
+	var u Usage
+	for i, sub := range subs {
+		if i%req.N == 0 {
+			u.PromptTokens += sub.req.PromptTokens
+		}
+		u.CompletionTokens += outs[i]
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return &u
+}
+
+// outputs are the choices' output lengths once they have finished.
+func outputs(subs []*submission) []int {
+	outs := make([]int, len(subs))
+	for i, sub := range subs {
+		sub.mu.Lock()
+		outs[i] = completionTokens(sub.req, sub.tokens)
+		sub.mu.Unlock()
+	}
+	return outs
+}
+
+// response builds the whole (non-streaming) answer of finished choices subs.
+func response(req *Request, id string, created int64, subs []*submission) map[string]any {
 	object := "text_completion"
 	if req.Chat {
 		object = "chat.completion"
-		choice["message"] = map[string]any{"role": "assistant", "content": Filler(0, out)}
-	} else {
-		choice["text"] = Filler(0, out)
-		choice["logprobs"] = nil
+	}
+	outs := outputs(subs)
+	cs := make([]any, len(subs))
+	for i, sub := range subs {
+		choice := map[string]any{"index": i, "finish_reason": finishReason(sub.req)}
+		if req.Chat {
+			choice["message"] = map[string]any{"role": "assistant", "content": Filler(0, outs[i])}
+		} else {
+			choice["text"] = Filler(0, outs[i])
+			choice["logprobs"] = nil
+		}
+		cs[i] = choice
 	}
 	return map[string]any{"id": id, "object": object, "created": created, "model": req.Model,
-		"choices": []any{choice}, "usage": usage(req, out)}
+		"choices": cs, "usage": totalUsage(req, subs, outs)}
 }
 
 func (f *Frontend) handleCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
@@ -377,16 +492,17 @@ func (f *Frontend) handleCompletion(w http.ResponseWriter, r *http.Request, chat
 		writeError(w, e)
 		return
 	}
-	sub := &submission{req: req, id: f.newID(chat), tick: make(chan struct{}, 1)}
+	id := f.newID(chat)
+	subs := choices(req, id)
 	if f.engines != nil {
-		f.remote(w, r, sub, arrived, body)
+		f.remote(w, r, subs[0], arrived, body) // one choice (Frontend.read)
 		return
 	}
 	if req.Stream {
-		f.stream(w, r, sub, arrived)
+		f.stream(w, r, req, id, subs, arrived)
 		return
 	}
-	a, err := f.submit(r.Context(), sub, arrived)
+	a, err := f.runAll(r.Context(), subs, arrived)
 	if r.Context().Err() != nil {
 		return // the client left: nothing to answer (Submit cancelled the request)
 	}
@@ -398,32 +514,39 @@ func (f *Frontend) handleCompletion(w http.ResponseWriter, r *http.Request, chat
 		writeError(w, answerError(a))
 		return
 	}
-	sub.mu.Lock()
-	out := completionTokens(req, sub.tokens)
-	sub.mu.Unlock()
-	writeJSON(w, 200, response(req, sub.id, arrived.Unix(), out))
+	writeJSON(w, 200, response(req, id, arrived.Unix(), subs))
 }
 
 // stream answers with server-sent events: a chunk of filler text for every token as the
 // engine delivers it (its output step, not the step that computed it: the same times as the
-// simulator's stamps, whatever max_tokens), a last chunk with the finish reason, the usage
-// chunk when asked
-// (stream_options.include_usage), then [DONE]. The status line waits for the first
-// iteration, so a request dropped before any is an ordinary error answer.
-func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submission, arrived time.Time) {
-	req := sub.req
-	type outcome struct {
-		a   *serve.Answer
-		err error
+// simulator's stamps, whatever max_tokens), each with its choice's index, a last chunk per
+// choice with its finish reason, the usage chunk when asked (stream_options.include_usage)
+// once every choice has finished, then [DONE]. The status line waits for the first token of
+// any choice, so a request dropped before any is an ordinary error answer; a choice that
+// fails later ends the others and the stream with an error event.
+func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, req *Request, id string, subs []*submission, arrived time.Time) {
+	// Returning cancels the choices still running: the client is gone, or the answer is
+	// an error already.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	type ended struct {
+		i int
+		outcome
 	}
-	done := make(chan outcome, 1)
-	go func() {
-		a, err := f.submit(r.Context(), sub, arrived)
-		done <- outcome{a, err}
-	}()
+	done := make(chan ended, len(subs))
+	for i, sub := range subs {
+		go func() {
+			a, err := f.submit(ctx, sub, arrived)
+			done <- ended{i, outcome{a, err}}
+		}()
+	}
 	rc := http.NewResponseController(w)
 	wt := f.s.WriteTimeout()
-	started, sent := false, 0
+	started := false
+	// sent[i] is the tokens of choice i sent; outs[i] its output once it finished.
+	sent, outs := make([]int, len(subs)), make([]int, len(subs))
+	finished := make([]bool, len(subs))
+	left := len(subs)
 	object := "text_completion"
 	if req.Chat {
 		object = "chat.completion.chunk"
@@ -431,7 +554,7 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 	created := arrived.Unix()
 	// Each write gets --write-timeout: a client that stops reading its stream fails the
 	// write instead of holding this handler and its connection until the generation ends.
-	// After a failed write nothing more is sent; the request itself runs to its end.
+	// After a failed write nothing more is sent, and the choices are cancelled.
 	var werr error
 	write := func(op func() error) {
 		if werr == nil {
@@ -444,10 +567,11 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 		write(func() error { _, err := fmt.Fprintf(w, "data: %s\n\n", b); return err })
 	}
 	flush := func() { write(rc.Flush) }
-	// chunk is one stream event; upto is the completion tokens sent once it is, which
-	// stream_options.continuous_usage_stats reports in every chunk (vLLM's extension).
-	chunk := func(text string, finish any, first bool, upto int) map[string]any {
-		c := map[string]any{"index": 0, "finish_reason": finish}
+	// chunk is one stream event of choice i; upto is the completion tokens of the choice
+	// sent once it is, which stream_options.continuous_usage_stats reports in every chunk
+	// (vLLM's extension).
+	chunk := func(i int, text string, finish any, first bool, upto int) map[string]any {
+		c := map[string]any{"index": i, "finish_reason": finish}
 		if req.Chat {
 			d := map[string]any{}
 			if first {
@@ -461,9 +585,9 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 			c["text"] = text
 			c["logprobs"] = nil
 		}
-		ev := map[string]any{"id": sub.id, "object": object, "created": created, "model": req.Model, "choices": []any{c}}
+		ev := map[string]any{"id": id, "object": object, "created": created, "model": req.Model, "choices": []any{c}}
 		if req.ContinuousUsage {
-			ev["usage"] = usage(req, upto)
+			ev["usage"] = usage(subs[i].req, upto)
 		}
 		return ev
 	}
@@ -477,59 +601,79 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 		h.Set("Cache-Control", "no-cache")
 		w.WriteHeader(200)
 	}
-	// send writes tokens sent+1..n, one chunk each: the engine delivers one token per
-	// sequence per step (LLM engine digest §2.5), and benchmark clients (vLLM's
+	// send writes choice i's tokens sent+1..n, one chunk each: the engine delivers one
+	// token per sequence per step (LLM engine digest §2.5), and benchmark clients (vLLM's
 	// benchmark_serving, plan load) take every chunk for a token when they time the
 	// inter-token latency (§3). Tokens that reach the handler together (the driver's ticks
 	// coalesce while this goroutine waits) still go as one chunk each, written together.
-	send := func(n int) {
-		if n <= sent {
+	send := func(i, n int) {
+		if n <= sent[i] {
 			return
 		}
 		start()
-		for ; sent < n; sent++ {
-			event(chunk(Filler(sent, sent+1), nil, sent == 0, sent+1))
+		for ; sent[i] < n; sent[i]++ {
+			event(chunk(i, Filler(sent[i], sent[i]+1), nil, sent[i] == 0, sent[i]+1))
 		}
 	}
-	// emit sends the tokens the engine delivered since the last chunk (never past
-	// max_tokens: a preempted request's recomputed iterations yield none).
-	emit := func(limit int) {
+	// emit sends the tokens the engine delivered to choice i since its last chunk (never
+	// past max_tokens: a preempted request's recomputed iterations yield none); it reports
+	// whether it sent any.
+	emit := func(i int) bool {
+		sub := subs[i]
 		sub.mu.Lock()
 		n := sub.tokens
 		sub.mu.Unlock()
-		if limit > 0 {
+		if limit := sub.req.MaxTokens; limit > 0 {
 			n = min(n, limit)
 		}
-		if n <= sent {
-			return
+		if n <= sent[i] {
+			return false
 		}
-		send(n)
-		flush()
+		send(i, n)
+		return true
 	}
+	tick := subs[0].tick // shared by the choices (choices)
 	for {
 		select {
 		case <-r.Context().Done():
 			// The client left (or its deadline passed): stop writing; Submit, on the same
-			// context, cancels the request in the engine, which frees its sequence within
-			// an iteration.
+			// context, cancels the choices in the engine, which frees their sequences
+			// within an iteration.
 			return
-		case <-sub.tick:
-			emit(req.MaxTokens)
+		case <-tick:
+			wrote := false
+			for i := range subs {
+				if !finished[i] && emit(i) {
+					wrote = true
+				}
+			}
+			if wrote {
+				flush()
+			}
 			if werr != nil {
 				return
 			}
 		case o := <-done:
 			if o.err == nil && o.a.Status == 200 {
+				sub := subs[o.i]
 				sub.mu.Lock()
-				out := completionTokens(req, sub.tokens)
+				out := completionTokens(sub.req, sub.tokens)
 				sub.mu.Unlock()
-				emit(req.MaxTokens)
-				send(out)
+				emit(o.i)
+				send(o.i, out)
 				start()
-				event(chunk("", finishReason(req), false, out))
+				event(chunk(o.i, "", finishReason(sub.req), false, out))
+				finished[o.i], outs[o.i] = true, out
+				if left--; left > 0 {
+					flush()
+					if werr != nil {
+						return
+					}
+					continue
+				}
 				if req.IncludeUsage {
-					event(map[string]any{"id": sub.id, "object": object, "created": created, "model": req.Model,
-						"choices": []any{}, "usage": usage(req, out)})
+					event(map[string]any{"id": id, "object": object, "created": created, "model": req.Model,
+						"choices": []any{}, "usage": totalUsage(req, subs, outs)})
 				}
 			} else {
 				e := &Error{Status: 503, Type: "server_error", Close: true}

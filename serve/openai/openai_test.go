@@ -245,7 +245,9 @@ func TestErrors(t *testing.T) {
 		{"max_tokens a string", "/v1/completions", `{"model":"mistral-chat","prompt":"x","max_tokens":"5"}`, 400, "max_tokens", ""},
 		{"chat without messages", "/v1/chat/completions", `{"model":"mistral-chat"}`, 400, "messages", ""},
 		{"bad role", "/v1/chat/completions", `{"model":"mistral-chat","messages":[{"role":"robot","content":"x"}]}`, 400, "messages[0]", ""},
-		{"n", "/v1/completions", `{"model":"mistral-chat","prompt":"x","n":2}`, 400, "n", ""},
+		{"n 0", "/v1/completions", `{"model":"mistral-chat","prompt":"x","n":0}`, 400, "n", ""},
+		{"n greedy", "/v1/completions", `{"model":"mistral-chat","prompt":"x","n":2,"temperature":0}`, 400, "n", ""},
+		{"logprobs", "/v1/completions", `{"model":"mistral-chat","prompt":"x","logprobs":1}`, 400, "logprobs", ""},
 		{"not json", "/v1/completions", `{"model":`, 400, "", ""},
 		{"stream queued", "/v1/queue", `{"model":"mistral-batch","prompt":"x","stream":true}`, 400, "stream", ""},
 	}

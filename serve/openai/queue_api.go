@@ -46,7 +46,7 @@ func (f *Frontend) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 		writeError(w, f.unknown(req.Model))
 		return
 	}
-	if e := f.checkLimits(req); e != nil {
+	if e := f.checkAllLimits(req); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -206,11 +206,11 @@ func (f *Frontend) serveJob(ctx context.Context, q Queue, l *Lease) bool {
 		_ = q.Nack(context.WithoutCancel(ctx), l, 5*time.Second)
 		return true
 	}
-	sub := &submission{req: req, id: l.ID, tick: make(chan struct{}, 1)}
+	subs := choices(req, l.ID)
 	// The lease is short (DefaultLease): extend it while the request runs, so only a
 	// worker that died loses it.
 	stop := f.keepLease(ctx, q, l)
-	a, err := f.submit(ctx, sub, time.Time{})
+	a, err := f.runAll(ctx, subs, time.Time{})
 	stop()
 	if err != nil || a.Status == 503 && a.Reason == string(dataplane.DropShutdown) {
 		// Shutting down: the request goes back for the next server.
@@ -226,10 +226,7 @@ func (f *Frontend) serveJob(ctx context.Context, q Queue, l *Lease) bool {
 		fail(ae)
 		return true
 	}
-	sub.mu.Lock()
-	out := completionTokens(req, sub.tokens)
-	sub.mu.Unlock()
-	b, err := json.Marshal(response(req, l.ID, st.Created, out))
+	b, err := json.Marshal(response(req, l.ID, st.Created, subs))
 	if err != nil {
 		slog.Error("queue: encoding a result", "id", l.ID, "err", err)
 		return true
