@@ -47,6 +47,24 @@ type Engine struct {
 	// costing T(B·(k+1) tokens) + k draft steps (llm-deploy-search.md §5; at high load
 	// it slows an engine down, so it is searched, never assumed).
 	SpecTokens int
+	// Quantization is the weights' online quantization ("" the checkpoint's; fp8) and
+	// ExpertParallel whether a mixture-of-experts model's experts sit whole on the GPUs:
+	// both change the profile (step times, KV room), so each is its own estimated base.
+	Quantization   string
+	ExpertParallel bool
+}
+
+// variant is the TP column's suffix for the weights and expert placement: " fp8", " ep",
+// " fp8 ep" ("" for the checkpoint's weights with experts split).
+func (e Engine) variant() string {
+	s := ""
+	if e.Quantization != "" {
+		s += " " + e.Quantization
+	}
+	if e.ExpertParallel {
+		s += " ep"
+	}
+	return s
 }
 
 // Role is one kind of instance of a candidate: a model's engine on TP GPUs of one type. An
@@ -76,7 +94,7 @@ type Candidate struct {
 func (c Candidate) Key() string {
 	parts := []string{c.Model, string(c.Mode), fmt.Sprint(c.Ratio)}
 	for _, r := range c.Roles {
-		parts = append(parts, fmt.Sprintf("%s/%s/%d/%d/%d/%t/%d/%s", r.Role, r.GPU, r.TP, r.Engine.MaxBatchedTokens, r.Engine.MaxSeqs, r.Engine.PrefixCaching, r.Engine.SpecTokens, r.Source))
+		parts = append(parts, fmt.Sprintf("%s/%s/%d/%d/%d/%t/%d/%s/%s/%t", r.Role, r.GPU, r.TP, r.Engine.MaxBatchedTokens, r.Engine.MaxSeqs, r.Engine.PrefixCaching, r.Engine.SpecTokens, r.Source, r.Engine.Quantization, r.Engine.ExpertParallel))
 	}
 	return strings.Join(parts, "|")
 }
@@ -108,6 +126,7 @@ func (c Candidate) Label() string {
 		if r.Engine.SpecTokens > 0 {
 			s += fmt.Sprintf(" k%d", r.Engine.SpecTokens)
 		}
+		s += r.Engine.variant()
 		if r.Role != "" {
 			s = r.Role + ":" + s
 		}
@@ -147,6 +166,10 @@ type Options struct {
 	// Progress, when set, is told after each candidate's capacity is found: done of total
 	// (from the search's workers, one at a time).
 	Progress func(done, total int)
+	// Quantizations are weight dtypes tried beside each checkpoint's own on the estimated
+	// profiles (fp8: vLLM's online quantization); a GPU that cannot run one, or a
+	// checkpoint already quantized, is not tried at it.
+	Quantizations []string
 	// ctx, when set, cancels the search: a probe's replay stops at the next finished
 	// request and the capacity search at its next probe (SIGTERM, a deadline).
 	ctx context.Context
@@ -341,12 +364,26 @@ func roles(in planner.Inputs, model string, o Options) ([]Role, []string) {
 			if tp > serverGPUs(in.Cluster, g.Type) || arch.CheckTP(tp) != nil {
 				continue
 			}
-			// On the cluster's GPUs: its memory_bytes, where it says, bounds weights and KV.
-			pr, err := pllm.EstimateMem(model, g.Type, tp, roofline.LinkAuto, "", g.MemoryBytes)
-			if err != nil {
-				continue // the weights and a minimal KV cache do not fit tp GPUs
+			// Each weight dtype tried, and for a mixture-of-experts model expert parallelism
+			// where the experts divide over the GPUs.
+			eps := []bool{false}
+			if arch.CheckEP(tp) == nil {
+				eps = append(eps, true)
 			}
-			bases = append(bases, Role{GPU: g.Type, TP: tp, Profile: pr, Estimated: true, Source: "roofline"})
+			for _, q := range append([]string{""}, o.Quantizations...) {
+				for _, ep := range eps {
+					// On the cluster's GPUs: its memory_bytes, where it says, bounds weights and KV.
+					pr, err := pllm.EstimateWith(arch, g.Type, tp, pllm.Variant{Link: roofline.LinkAuto, MemoryBytes: g.MemoryBytes, Quantization: q, ExpertParallel: ep})
+					if err != nil {
+						continue // the weights and a minimal KV cache do not fit tp GPUs, or the GPU cannot run q
+					}
+					if q != "" && pr.Engine.Quantization == "" {
+						continue // a quantized checkpoint: q is its own dtype, already tried
+					}
+					bases = append(bases, Role{GPU: g.Type, TP: tp, Profile: pr, Estimated: true, Source: "roofline",
+						Engine: Engine{Quantization: pr.Engine.Quantization, ExpertParallel: ep}})
+				}
+			}
 		}
 	}
 	sort.SliceStable(bases, func(a, b int) bool {
@@ -355,6 +392,12 @@ func roles(in planner.Inputs, model string, o Options) ([]Role, []string) {
 		}
 		return bases[a].TP < bases[b].TP
 	})
+	for i := range bases {
+		// A given profile states its own variant in its engine block.
+		if e := bases[i].Profile.Engine; e != nil && !bases[i].Estimated {
+			bases[i].Engine.Quantization, bases[i].Engine.ExpertParallel = e.Quantization, e.EnableExpertParallel
+		}
+	}
 	shared := false
 	for _, c := range qlmsec.ClassesOf(in.Workload) {
 		shared = shared || (c.Model == model && c.PrefixTokens > 0)
@@ -365,7 +408,8 @@ func roles(in planner.Inputs, model string, o Options) ([]Role, []string) {
 			for _, s := range o.MaxSeqs {
 				for _, k := range specTokens(b.Profile) {
 					r := b
-					r.Engine = Engine{MaxBatchedTokens: bt, MaxSeqs: s, PrefixCaching: shared || b.Profile.Engine.PrefixCaching(), SpecTokens: k}
+					r.Engine = Engine{MaxBatchedTokens: bt, MaxSeqs: s, PrefixCaching: shared || b.Profile.Engine.PrefixCaching(), SpecTokens: k,
+						Quantization: b.Engine.Quantization, ExpertParallel: b.Engine.ExpertParallel}
 					r.Profile = withEngine(b.Profile, r.Engine)
 					out = append(out, r)
 				}

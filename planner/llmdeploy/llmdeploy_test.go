@@ -2,6 +2,8 @@ package llmdeploy
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -140,6 +142,51 @@ func TestEnumerate(t *testing.T) {
 	}
 	if len(cands) != 8*6 {
 		t.Errorf("%d candidates, want 8 (model, GPU, TP) × 6 engine settings", len(cands))
+	}
+}
+
+// TestEnumerateMoE: a mixture-of-experts model is tried with its experts split and, where
+// the experts divide over the GPUs, placed whole (expert parallelism); with fp8 among the
+// quantizations, also with online-FP8 weights on the GPUs that run them — each its own
+// profile (step times, weights, engine flags) and candidate key. A quantization the
+// engine cannot apply online is bad input.
+func TestEnumerateMoE(t *testing.T) {
+	in := inputs(t, "workload-moe.yaml", "cluster.yaml")
+	cands, err := Enumerate(in, Options{Quantizations: []string{"fp8"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	variants := map[string]bool{}
+	for _, c := range cands {
+		if seen[c.Key()] {
+			t.Errorf("%s: key %q twice", c.Label(), c.Key())
+		}
+		seen[c.Key()] = true
+		r := c.Roles[0]
+		e := r.Profile.Engine
+		if e.EnableExpertParallel != r.Engine.ExpertParallel || e.Quantization != r.Engine.Quantization {
+			t.Errorf("%s: profile engine %+v, role %+v", c.Label(), e, r.Engine)
+		}
+		if r.Engine.Quantization == "fp8" && r.Profile.WeightDType != "fp8" {
+			t.Errorf("%s: weight_dtype %q", c.Label(), r.Profile.WeightDType)
+		}
+		if c.Mode == Aggregated {
+			variants[fmt.Sprintf("%s×%d%s", r.GPU, r.TP, r.Engine.variant())] = true
+		}
+	}
+	for _, v := range []string{"H100×2", "H100×2 ep", "H100×2 fp8", "H100×2 fp8 ep", "H100×8 ep", "H100×1 fp8"} {
+		if !variants[v] {
+			t.Errorf("no %s candidate among %v", v, variants)
+		}
+	}
+	if variants["H100×1 ep"] || variants["H100×1"] {
+		t.Error("Mixtral's 93 GB in BF16 on one H100, or expert parallelism over one GPU")
+	}
+	_, err = Search(context.Background(), in, Options{Quantizations: []string{"nvfp4"}})
+	var ie *planner.InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `--search-quantization: "nvfp4": must be fp8`) {
+		t.Errorf("nvfp4: %v", err)
 	}
 }
 

@@ -156,6 +156,12 @@ func (x Role) flags() string {
 		caching = "--enable-prefix-caching"
 	}
 	f := fmt.Sprintf("--tensor-parallel-size %d --max-num-batched-tokens %d --max-num-seqs %d %s", x.TP, x.Engine.MaxBatchedTokens, x.Engine.MaxSeqs, caching)
+	if q := x.Engine.Quantization; q != "" {
+		f += " --quantization " + q
+	}
+	if x.Engine.ExpertParallel {
+		f += " --enable-expert-parallel"
+	}
 	// Speculative decoding as vLLM's --speculative-config (export/qlm writes the same): a
 	// named draft model, else n-gram prompt lookup; a prefill instance drafts nothing.
 	if k := x.Engine.SpecTokens; k > 0 && x.Role != RolePrefill {

@@ -31,7 +31,7 @@ func (res *Result) Tables() []planner.Table {
 		if c.Mode == Disaggregated {
 			mode = fmt.Sprintf("disaggregated %d:%d", c.Ratio[0], c.Ratio[1])
 		}
-		row := []string{c.Model, mode, join(func(x Role) string { return x.GPU }), join(func(x Role) string { return fmt.Sprint(x.TP) }),
+		row := []string{c.Model, mode, join(func(x Role) string { return x.GPU }), join(func(x Role) string { return fmt.Sprint(x.TP) + x.Engine.variant() }),
 			join(func(x Role) string { return fmt.Sprint(x.Engine.MaxBatchedTokens) }), join(func(x Role) string { return fmt.Sprint(x.Engine.MaxSeqs) }),
 			join(func(x Role) string {
 				if x.Estimated {

@@ -77,6 +77,11 @@ func Search(ctx context.Context, in planner.Inputs, o Options) (*Result, error) 
 			noRate = append(noRate, fmt.Sprintf("workload: llm_classes[%d].rate_rps: %g: the deployment search sizes a fleet for each class's rate: must be > 0", i, c.RateRPS))
 		}
 	}
+	for _, q := range o.Quantizations {
+		if q != "fp8" {
+			noRate = append(noRate, fmt.Sprintf("--search-quantization: %q: must be fp8 (vLLM's online quantization of a BF16 checkpoint as it loads; FP4 and MXFP4 come as quantized checkpoints)", q))
+		}
+	}
 	if len(noRate) > 0 {
 		return nil, &planner.InputError{Problems: noRate}
 	}

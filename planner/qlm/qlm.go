@@ -36,7 +36,10 @@ type Flags struct {
 	// Search plans the cost objective by the deployment search (planner/llmdeploy: GPU
 	// type × tensor parallelism × engine settings, capacity by simulation) instead of
 	// Mélange's buckets (plan solve --objective cost --search).
-	Search bool `json:"search,omitempty" flag:"search" help:"with --objective cost: search GPU type × tensor-parallel size × engine settings × aggregated or prefill/decode disaggregated (where the cluster gives kv_link_gbps), each candidate's capacity simulated at the classes' SLO percentiles, for the least-cost fleet (prints the candidates and comparison fleets on stderr)"`
+	Search bool `json:"search,omitempty" flag:"search" help:"with --objective cost: search GPU type × tensor-parallel size × expert parallelism (mixture-of-experts models) × engine settings × aggregated or prefill/decode disaggregated (where the cluster gives kv_link_gbps), each candidate's capacity simulated at the classes' SLO percentiles, for the least-cost fleet (prints the candidates and comparison fleets on stderr)"`
+	// Quantizations are weight dtypes the search tries beside each checkpoint's own
+	// (plan solve --search-quantization fp8).
+	Quantizations string `json:"search_quantization,omitempty" flag:"search-quantization" help:"with --search: weight dtypes tried beside each model's checkpoint, fp8 (vLLM's online FP8 of a BF16 checkpoint: half the weight bytes, FP8 GEMMs where the GPU has them); default: the checkpoint's only"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for QLM.

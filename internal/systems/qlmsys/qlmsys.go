@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/plan-dev/plan/bench"
@@ -91,6 +92,9 @@ func (o *Planner) Options() any { return &o.f }
 
 // Solve implements planner.Planner.
 func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
+	if o.f.Quantizations != "" && !o.f.Search {
+		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--search-quantization: %q: only with --search", o.f.Quantizations)}}
+	}
 	if o.f.Search {
 		if s.Objective != planner.ObjectiveCost {
 			return nil, &planner.InputError{Problems: []string{"--search: searches the least-cost fleet: give --objective cost"}}
@@ -100,7 +104,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		if s.Strategy != "" && s.Strategy != pq.Strategies[0] {
 			return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--strategy: %q: not with --search, which places every model's instances itself", s.Strategy)}}
 		}
-		plan, tables, err := search(ctx, in, pq.Flags{Strategy: pq.Strategies[0], Objective: planner.ObjectiveCost, Search: true}, s.ToolVersion, s.Deterministic, s.Status)
+		plan, tables, err := search(ctx, in, pq.Flags{Strategy: pq.Strategies[0], Objective: planner.ObjectiveCost, Search: true, Quantizations: o.f.Quantizations}, s.ToolVersion, s.Deterministic, s.Status)
 		o.report = tables
 		return plan, err
 	}
@@ -183,6 +187,11 @@ func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Dura
 // plan's options, and its report tables. Candidates are simulated on every CPU.
 func search(ctx context.Context, in planner.Inputs, rec pq.Flags, tool string, deterministic bool, status func(string)) (*formats.Plan, []planner.Table, error) {
 	o := llmdeploy.Options{Workers: runtime.GOMAXPROCS(0)}
+	for _, q := range strings.Split(rec.Quantizations, ",") {
+		if q = strings.TrimSpace(q); q != "" {
+			o.Quantizations = append(o.Quantizations, q)
+		}
+	}
 	if status != nil {
 		o.Progress = func(done, total int) {
 			status(fmt.Sprintf("search: %d/%d candidates simulated", done, total))
