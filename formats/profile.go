@@ -192,6 +192,11 @@ type LLMEngine struct {
 	// Quantization is vLLM's --quantization for a BF16 checkpoint quantized as it loads
 	// ("" = none: the checkpoint's own weights; fp8: dynamic FP8, half the weight bytes).
 	Quantization string `json:"quantization,omitempty"`
+	// KVOffloadBytes is CPU memory for a second KV tier behind the prefix cache (vLLM's
+	// OffloadingConnector, cpu_bytes_to_use; 0: none): completed blocks are copied there as
+	// they are produced, evicted LRU, and a prompt the GPU's cache misses but the tier holds
+	// is loaded back over the host link instead of recomputed. Needs prefix caching.
+	KVOffloadBytes int64 `json:"kv_offload_bytes,omitempty"`
 	// EnableExpertParallel places a mixture-of-experts model's experts whole on the
 	// tensor-parallel GPUs (vLLM's --enable-expert-parallel) instead of splitting each.
 	EnableExpertParallel bool `json:"enable_expert_parallel,omitempty"`

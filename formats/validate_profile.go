@@ -410,6 +410,11 @@ func (e *LLMEngine) validate(v *validator, p string, l *LLMProfile) {
 	if e.KVCacheDtype != "" {
 		oneOf(v, field(p, "kv_cache_dtype"), e.KVCacheDtype, KVCacheDtypes)
 	}
+	if e.KVOffloadBytes < 0 || e.KVOffloadBytes > 1<<50 {
+		v.add(field(p, "kv_offload_bytes"), e.KVOffloadBytes, "must be in [0, 2^50] bytes")
+	} else if e.KVOffloadBytes > 0 && !e.PrefixCaching() {
+		v.add(field(p, "kv_offload_bytes"), e.KVOffloadBytes, "needs enable_prefix_caching: the offload tier extends the prefix cache")
+	}
 	if e.Quantization != "" {
 		oneOf(v, field(p, "quantization"), e.Quantization, Quantizations)
 	}

@@ -153,6 +153,10 @@ func engineStats(pol dataplane.Policy, m *Metrics) {
 	if st.PrefixQueries > 0 {
 		m.LLMEngine.PrefixCacheHitRate = round6(float64(st.PrefixHits) / float64(st.PrefixQueries))
 	}
+	m.LLMEngine.KVOffloadQueries, m.LLMEngine.KVOffloadHits = st.OffloadQueries, st.OffloadHits
+	if st.OffloadQueries > 0 {
+		m.LLMEngine.KVOffloadHitRate = round6(float64(st.OffloadHits) / float64(st.OffloadQueries))
+	}
 }
 
 // SLOs are the class's SLOs and their percentiles, with slo its end-to-end SLO (the

@@ -2,6 +2,9 @@ package llm
 
 import (
 	"fmt"
+	"math"
+
+	"github.com/plan-dev/plan/dataplane"
 
 	"github.com/plan-dev/plan/dataplane/llm/prefixcache"
 )
@@ -36,6 +39,9 @@ func (e *Engine) pool(m *Model) *prefixcache.Pool {
 	nb := m.KVCap / m.Block
 	if e.apc == nil || (e.apc.NumUsed() == 0 && (e.apc.BlockSize() != m.Block || e.apc.NumBlocks() != nb)) {
 		e.apc = prefixcache.New(nb, m.Block, true)
+		if m.OffloadBlocks > 0 {
+			e.apc.Offload = prefixcache.NewTier(m.OffloadBlocks)
+		}
 	}
 	return e.apc
 }
@@ -79,6 +85,22 @@ func (e *Engine) probe(h *Seq) int {
 	return e.apc.Match(h.lookupHashes(b), h.Ctx()) * b
 }
 
+// loadable is the tokens waiting h would load back from the CPU offload tier if admitted
+// now: whole blocks of its chain the tier holds right after the hit tokens the GPU's pool
+// has, at most Ctx − 1 tokens in all (as for hits). 0 without a tier.
+func (e *Engine) loadable(h *Seq, hit int) int {
+	if e.apc == nil || e.apc.Offload == nil || h.KV > 0 {
+		return 0
+	}
+	b := e.apc.BlockSize()
+	from := hit / b
+	most := (h.Ctx()-1)/b - from
+	if most <= 0 {
+		return 0
+	}
+	return e.apc.Offload.Match(h.lookupHashes(b), from, most) * b
+}
+
 // kvCost is the KV, in tokens of whole blocks, that waiting h takes from the free blocks when
 // admitted holding want tokens with hit tokens found cached: want without a pool; with one,
 // its new blocks plus the cached hit blocks no running request holds (vLLM's allocate_slots
@@ -92,9 +114,10 @@ func (e *Engine) kvCost(h *Seq, want, hit int) int {
 }
 
 // take gives admitted h its KV: want tokens of whole blocks, the first hit of them its
-// cached prefix (counted as computed, and as a prefix-cache query of its Ctx tokens), and
-// registers the blocks its n scheduled tokens fill.
-func (e *Engine) take(h *Seq, want, hit, n int) {
+// cached prefix (counted as computed, and as a prefix-cache query of its Ctx tokens), the
+// next load of them loaded back from the CPU tier (computed, ready once they crossed the
+// host link), and registers the blocks its n scheduled tokens fill.
+func (e *Engine) take(now dataplane.Time, m *Model, h *Seq, want, hit, load, n int) {
 	if e.apc == nil {
 		h.KV = want
 		e.KVUsed += want
@@ -109,11 +132,19 @@ func (e *Engine) take(h *Seq, want, hit, n int) {
 	if !e.apc.Allocate(int64(h.ID), hs, hb, want/b) {
 		panic(fmt.Sprintf("llm: request %d: %d KV blocks admitted but not free", h.ID, want/b))
 	}
-	h.Comp += hit
-	h.Cached += hit
+	h.Comp += hit + load
+	h.Cached += hit + load
 	c := e.counters()
 	c.PrefixQueries.Add(int64(h.Ctx()))
 	c.PrefixHits.Add(int64(hit))
+	if e.apc.Offload != nil {
+		c.OffloadQueries.Add(int64(h.Ctx() - hit))
+		c.OffloadHits.Add(int64(load))
+	}
+	if load > 0 {
+		e.apc.Offload.Load(hs, hb, load/b)
+		h.ReadyAt = now + dataplane.Time(math.Ceil(float64(int64(load)*m.KVBytes)/m.HostBytesPerUs))
+	}
 	e.sync(h)
 	h.regBlocks = 0
 	e.register(h, h.Comp+n)
@@ -155,6 +186,10 @@ func (e *Engine) register(s *Seq, computed int) {
 	b := e.apc.BlockSize()
 	if n := min(computed/b, s.KV/b, len(s.hashes(b))); n > s.regBlocks {
 		e.apc.Cache(int64(s.ID), n)
+		if e.apc.Offload != nil {
+			// Completed blocks are copied to the CPU tier as they are produced.
+			e.apc.Offload.Store(s.hashes(b)[s.regBlocks:n])
+		}
 		s.regBlocks = n
 	}
 }
@@ -173,8 +208,15 @@ func (e *Engine) unhold(s *Seq) {
 		// while it runs, and every growth registered).
 		b := e.apc.BlockSize()
 		hs := s.hashes(b)
-		e.apc.Register(int64(s.ID), hs, min(s.regTokens/b, s.KV/b, len(hs)))
+		k := min(s.regTokens/b, s.KV/b, len(hs))
+		e.apc.Register(int64(s.ID), hs, k)
 		s.ownCached = true
+		if e.apc.Offload != nil {
+			e.apc.Offload.Store(hs[:k])
+		}
+	} else if s.ownTokens() && e.apc.Offload != nil && s.regTokens > 0 {
+		// Finished: its blocks were copied as produced too, and take room no lookup finds.
+		e.apc.Offload.StoreAnon(s.regTokens / e.apc.BlockSize())
 	}
 	e.apc.Free(int64(s.ID))
 	e.KVUsed = e.apc.NumUsed() * e.apc.BlockSize()

@@ -72,6 +72,10 @@ type Counters struct {
 	// tokens found cached, in tokens, as vLLM V1's vllm:prefix_cache_queries and
 	// vllm:prefix_cache_hits (llm-engine-2 §2; read by serve's /metrics, hence atomic).
 	PrefixQueries, PrefixHits atomic.Int64
+	// OffloadQueries and OffloadHits are the tokens the GPU's prefix cache missed that
+	// were looked up in the CPU offload tier, and those found there and loaded back (vLLM's
+	// vllm:external_prefix_cache_queries and _hits for a KV connector).
+	OffloadQueries, OffloadHits atomic.Int64
 }
 
 // Engine is one continuous-batching LLM instance: its running and swapped sequences, its KV
@@ -318,14 +322,15 @@ func (e *Engine) index(s *Seq) int {
 // watermark (V1's, default 0) applies only while some request runs. With prefix caching,
 // hit tokens of h are cached (computed) and what the blocks cost is kvCost: hit blocks
 // other requests hold are free of charge (llm-engine-2 §1: "the whole prompt (minus prefix
-// hits) to fit").
-func (e *Engine) admitBlocks(m *Model, h *Seq, n, hit int) (int, bool) {
+// hits) to fit"). Tokens loaded back from the CPU offload tier (load) count as computed but
+// take new blocks.
+func (e *Engine) admitBlocks(m *Model, h *Seq, n, hit, load int) (int, bool) {
 	free := m.KVCap - e.KVUsed
 	wm := 0
 	if m.Alloc == formats.KVAllocAdmission || len(e.Running) > 0 {
 		wm = m.WatermarkTokens()
 	}
-	comp := h.Comp + hit
+	comp := h.Comp + hit + load
 	switch m.Alloc {
 	case formats.KVAllocAdmission:
 		want := m.Blocks(h.Prompt + h.Gen)
@@ -360,11 +365,12 @@ func (e *Engine) admitWaiting(now dataplane.Time, m *Model, sch Scheduler) {
 			return
 		}
 		hit := e.probe(h)
-		n := min(h.Need()-hit, budget, e.slot)
-		if n < h.Need()-hit && (!m.Chunked || partial >= m.MaxPartial) {
+		load := e.loadable(h, hit)
+		n := min(h.Need()-hit-load, budget, e.slot)
+		if n < h.Need()-hit-load && (!m.Chunked || partial >= m.MaxPartial) {
 			return
 		}
-		want, fits := e.admitBlocks(m, h, n, hit)
+		want, fits := e.admitBlocks(m, h, n, hit, load)
 		if !fits {
 			if !preemptive || !pf.PreemptFor(now, e, m, h) {
 				return
@@ -379,17 +385,23 @@ func (e *Engine) admitWaiting(now dataplane.Time, m *Model, sch Scheduler) {
 			if x != h {
 				h = x
 				hit = e.probe(h)
-				n = min(h.Need()-hit, budget, e.slot)
-				if n < h.Need()-hit && (!m.Chunked || partial >= m.MaxPartial) {
+				load = e.loadable(h, hit)
+				n = min(h.Need()-hit-load, budget, e.slot)
+				if n < h.Need()-hit-load && (!m.Chunked || partial >= m.MaxPartial) {
 					return
 				}
-				if want, fits = e.admitBlocks(m, h, n, hit); !fits {
+				if want, fits = e.admitBlocks(m, h, n, hit, load); !fits {
 					return
 				}
 			}
 		}
 		sch.Admit(e, h)
-		e.take(h, want, hit, n)
+		if load > 0 {
+			// Its offloaded blocks cross the host link first (loaded asynchronously, as a
+			// swap-in): it computes nothing until they are back (ReadyAt).
+			n = 0
+		}
+		e.take(now, m, h, want, hit, load, n)
 		h.Inst = e.ID
 		h.Started = true
 		h.Admitted = now

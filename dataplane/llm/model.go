@@ -48,6 +48,9 @@ type Model struct {
 	Release   string
 	// PrefixCaching: KV blocks are a prefix-cache pool (enable_prefix_caching, apc.go).
 	PrefixCaching bool
+	// OffloadBlocks is the CPU offload tier behind the prefix cache, in blocks (the engine
+	// block's kv_offload_bytes; 0: none).
+	OffloadBlocks int
 	// Spec is speculative decoding (nil: off; spec.go); SpecTokens the expected tokens a
 	// sequence emits per verify step, (1 − α^(k+1))/(1 − α).
 	Spec       *formats.LLMSpeculative
@@ -132,6 +135,9 @@ func (m *Model) engine(e *formats.LLMEngine) {
 	}
 	if e.Release != "" {
 		m.Release = e.Release
+	}
+	if e.KVOffloadBytes > 0 && m.KVBytes > 0 && m.Block > 0 {
+		m.OffloadBlocks = int(min(e.KVOffloadBytes/(m.KVBytes*int64(m.Block)), 1<<30))
 	}
 	// On unless the profile turns it off, as vLLM V1 (llm-engine-2 §2, "Default: on in
 	// V1"): with unique prompts nothing hits, but a preempted request's re-admission hits

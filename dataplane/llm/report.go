@@ -20,6 +20,9 @@ type RunStats struct {
 	// PrefixQueries and PrefixHits are the prefix caches' lookups and hits in tokens
 	// (Counters.PrefixQueries, PrefixHits; 0 without prefix caching).
 	PrefixQueries, PrefixHits int64
+	// OffloadQueries and OffloadHits are the CPU offload tiers' lookups and hits in tokens
+	// (Counters.OffloadQueries, OffloadHits; 0 without an offload tier).
+	OffloadQueries, OffloadHits int64
 }
 
 // StatsReporter is implemented by policies that drive LLM engines.
@@ -56,6 +59,7 @@ func (m *Model) NonDefault() []string {
 		add("swap_space", e.SwapSpace > 0, strconv.FormatFloat(e.SwapSpace, 'g', -1, 64))
 		add("enable_prefix_caching", !e.PrefixCaching(), "false")
 		add("preemption_mode", e.PreemptionMode != "", e.PreemptionMode)
+		add("kv_offload_bytes", e.KVOffloadBytes > 0, strconv.FormatInt(e.KVOffloadBytes, 10))
 	}
 	add("scheduling_policy", m.Priority, "priority")
 	add("output_delay_steps", m.OutDelay != d.OutDelay, itoa(m.OutDelay))

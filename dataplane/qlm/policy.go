@@ -185,6 +185,7 @@ func (p *Policy) EngineStats() llm.RunStats {
 	if p.ctr != nil {
 		st.Preemptions, st.PreemptedRequests = p.ctr.Preemptions.Load(), p.ctr.PreemptedReqs
 		st.PrefixQueries, st.PrefixHits = p.PrefixCache()
+		st.OffloadQueries, st.OffloadHits = p.ctr.OffloadQueries.Load(), p.ctr.OffloadHits.Load()
 	}
 	if p.setup == nil {
 		return st

@@ -193,6 +193,13 @@ type LLMEngine struct {
 	PrefixCacheQueries int64   `json:"prefix_cache_queries,omitempty"`
 	PrefixCacheHits    int64   `json:"prefix_cache_hits,omitempty"`
 	PrefixCacheHitRate float64 `json:"prefix_cache_hit_rate,omitempty"`
+	// KVOffloadQueries and KVOffloadHits are the prompt tokens the GPU's prefix cache missed
+	// that were looked up in the CPU offload tier (kv_offload_bytes) and those loaded back
+	// from it (vLLM's vllm:external_prefix_cache_queries and _hits), HitRate = hits/queries;
+	// omitted without an offload tier.
+	KVOffloadQueries int64   `json:"kv_offload_queries,omitempty"`
+	KVOffloadHits    int64   `json:"kv_offload_hits,omitempty"`
+	KVOffloadHitRate float64 `json:"kv_offload_hit_rate,omitempty"`
 }
 
 // AppMetrics are one application's (or the total's) request outcomes.

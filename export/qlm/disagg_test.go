@@ -134,6 +134,8 @@ func TestEngineFlags(t *testing.T) {
 		{"ngram", "", &formats.LLMEngine{Speculative: free}, []string{`--speculative-config={"method":"ngram","num_speculative_tokens":4}`}},
 		{"draft model", "", &formats.LLMEngine{Speculative: draft},
 			[]string{`--speculative-config={"method":"draft_model","model":"meta-llama/Llama-3.2-1B-Instruct","num_speculative_tokens":3}`}},
+		{"cpu kv offload", "", &formats.LLMEngine{KVOffloadBytes: 64 << 30},
+			[]string{`--kv-transfer-config={"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"block_size":16,"cpu_bytes_to_use":68719476736}}`}},
 		{"prefill", qlmsec.RolePrefill, &formats.LLMEngine{EnablePrefixCaching: new(true), Speculative: free},
 			[]string{"--enable-prefix-caching", `--kv-transfer-config={"kv_connector":"NixlConnector","kv_role":"kv_producer"}`}},
 		{"decode", qlmsec.RoleDecode, &formats.LLMEngine{EnablePrefixCaching: new(true), Speculative: free},
@@ -180,6 +182,11 @@ func TestEngineFlagsRejects(t *testing.T) {
 		if err := engineFlags(&e, &p, "profiles[0].llms[0]", tc.role, "qlm.instances[0]"); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("role %q: err %v, want %q", tc.role, err, tc.want)
 		}
+	}
+	off := formats.LLMProfile{Model: "m", GPU: "A100", Engine: &formats.LLMEngine{KVOffloadBytes: 1 << 30}}
+	var eo Engine
+	if err := engineFlags(&eo, &off, "profiles[0].llms[0]", qlmsec.RoleDecode, "qlm.instances[0]"); err == nil || !strings.Contains(err.Error(), "profiles[0].llms[0].engine.kv_offload_bytes: 1073741824: on a decode instance, not exported") {
+		t.Errorf("offload on a decode instance: %v", err)
 	}
 	// A prefill instance does not speculate: its missing draft model is no error.
 	var e Engine

@@ -112,7 +112,7 @@ func (rb *reader) instance(params map[string]string, unit string, gpuCount int, 
 	switch {
 	case !ok && role != "":
 		return fmt.Errorf("instance %s: %s %q: not a role (%s, %s)", name, ParamRole, role, qlmsec.RolePrefill, qlmsec.RoleDecode)
-	case role == "" && eng.KVTransferConfig != nil:
+	case role == "" && eng.KVTransferConfig != nil && eng.KVTransferConfig.KVConnector != OffloadConnector:
 		return fmt.Errorf("instance %s: an aggregated instance whose engine has a kv_transfer_config (kv_role %q)", name, eng.KVTransferConfig.KVRole)
 	case role != "" && (eng.KVTransferConfig == nil || eng.KVTransferConfig.KVRole != want):
 		return fmt.Errorf("instance %s: a %s instance whose engine is not a KV %s (kv_transfer_config %s)", name, role, strings.TrimPrefix(want, "kv_"), export.MustJSON(eng.KVTransferConfig))

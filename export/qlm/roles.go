@@ -52,6 +52,20 @@ type SpeculativeConfig struct {
 type KVTransferConfig struct {
 	KVConnector string `json:"kv_connector"`
 	KVRole      string `json:"kv_role"`
+	// Extra is the OffloadingConnector's settings on an aggregated instance with a CPU KV
+	// tier (kv_offload_bytes).
+	Extra *OffloadConfig `json:"kv_connector_extra_config,omitempty"`
+}
+
+// OffloadConnector is vLLM's connector for a CPU KV tier behind the prefix cache
+// (CPUOffloadingSpec: completed blocks copied to pinned host memory, loaded back on a hit).
+const OffloadConnector = "OffloadingConnector"
+
+// OffloadConfig is OffloadingConnector's kv_connector_extra_config: the offload block size
+// in tokens and the host bytes it takes.
+type OffloadConfig struct {
+	BlockSize     int   `json:"block_size"`
+	CPUBytesToUse int64 `json:"cpu_bytes_to_use"`
 }
 
 // engineFlags sets the engine flags of speculative decoding and of an instance's role
@@ -71,8 +85,18 @@ func engineFlags(e *Engine, p *formats.LLMProfile, pf, role, f string) error {
 		}
 		e.SpeculativeConfig = sc
 	}
+	offload := int64(0)
+	if p.Engine != nil {
+		offload = p.Engine.KVOffloadBytes
+	}
 	if role == "" {
+		if offload > 0 {
+			e.KVTransferConfig = &KVTransferConfig{KVConnector: OffloadConnector, KVRole: "kv_both", Extra: &OffloadConfig{BlockSize: e.BlockSize, CPUBytesToUse: offload}}
+		}
 		return nil
+	}
+	if offload > 0 {
+		return fmt.Errorf("%s.engine.kv_offload_bytes: %d: on a %s instance, not exported: vLLM would need a MultiConnector of %s and %s", pf, offload, role, KVConnector, OffloadConnector)
 	}
 	e.KVTransferConfig = &KVTransferConfig{KVConnector: KVConnector, KVRole: kvRoles[role]}
 	if role == qlmsec.RoleDecode {

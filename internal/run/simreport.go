@@ -139,6 +139,9 @@ func PrintLLMTable(app *IO, points []sim.Point) {
 			if e.PrefixCacheQueries > 0 { // prefix caching on: hit rate and cached tokens (llm-engine-2 §2)
 				apc = fmt.Sprintf(", prefix cache hit rate %.1f%% (%d of %d prompt tokens cached)", 100*e.PrefixCacheHitRate, e.PrefixCacheHits, e.PrefixCacheQueries)
 			}
+			if e.KVOffloadQueries > 0 { // the CPU tier's hits among the GPU's misses
+				apc += fmt.Sprintf(", CPU offload hit rate %.1f%% (%d of %d missed tokens loaded back)", 100*e.KVOffloadHitRate, e.KVOffloadHits, e.KVOffloadQueries)
+			}
 			fmt.Fprintf(app.Out, "engine at load %.2f: policy %s, %d preemptions (%d requests)%s; settings: %s\n", p.Load, e.Policy, e.Preemptions, e.PreemptedRequests, apc, settings)
 		}
 	}

@@ -53,6 +53,9 @@ func (s Stats) HitRate() float64 {
 // A Pool is not safe for concurrent use: an engine owns one per instance and drives it from
 // its one event loop (DESIGN.md, "One policy, two clocks").
 type Pool struct {
+	// Offload is the CPU tier behind the pool (nil: none); the engine copies completed
+	// blocks to it and loads a miss it holds (tier.go).
+	Offload   *Tier
 	blockSize int
 	enabled   bool
 	blocks    []block
