@@ -49,7 +49,9 @@ func TestServeAndLoadGRPC(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatalf("load report: %v\n%s", err, out)
 		}
-		if p := rep.Points[0].Total; p.Requests == 0 || p.Completed == 0 || p.Completed+p.Late+p.Dropped+p.Cancelled != p.Requests {
+		// Answered is what the gRPC path must do; on time is the machine's business (a
+		// loaded machine answers late, and a late answer is still an answer).
+		if p := rep.Points[0].Total; p.Requests == 0 || p.Completed+p.Late == 0 || p.Completed+p.Late+p.Dropped+p.Cancelled != p.Requests {
 			t.Errorf("load --grpc %s: %+v", raw, p)
 		}
 	}
