@@ -1,8 +1,10 @@
 package formats
 
 import (
+	"cmp"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -19,6 +21,22 @@ var KnownGPUs = map[string]int64{
 	"A100": 80 << 30,
 	"H100": 80 << 30,
 	"H200": 141 << 30,
+	"B200": 180e9,
+}
+
+// knownGPUList names KnownGPUs by memory, smallest first, for error messages.
+func knownGPUList() string {
+	names := make([]string, 0, len(KnownGPUs))
+	for n := range KnownGPUs {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if c := cmp.Compare(KnownGPUs[a], KnownGPUs[b]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return strings.Join(names, ", ")
 }
 
 // Validate checks a cluster.
@@ -42,7 +60,7 @@ func (c *Cluster) Validate() ErrorList {
 			v.add(field(p, "memory_bytes"), g.MemoryBytes, "must be >= 0")
 		}
 		if _, known := KnownGPUs[g.Type]; !known && g.Type != "" && g.MemoryBytes == 0 {
-			v.add(field(p, "type"), g.Type, "unknown GPU type (known: P4, T4, L4, A10, V100, A100, H100, H200); give memory_bytes for a custom type")
+			v.add(field(p, "type"), g.Type, "unknown GPU type (known: %s); give memory_bytes for a custom type", knownGPUList())
 		}
 		for j, lv := range g.VGPU {
 			if lv < 1 || lv > 4 {
