@@ -39,11 +39,44 @@ type Plan struct {
 }
 
 // jobsSection is the toy_jobs workload section: its type says the fields (all required),
-// checkJobs the rules a type cannot say.
-var jobsSection = formats.SectionOf[Jobs]{Name: WorkloadSection, Sys: Name, Check: checkJobs}
+// checkJobs the rules a type cannot say; it says its rate (formats.RateTargeter).
+var jobsSection = jobsSec{formats.SectionOf[Jobs]{Name: WorkloadSection, Sys: Name, Check: checkJobs}}
 
-// planSection is the toy plan section, checked against a given cluster's GPU types.
-var planSection = formats.SectionOf[Plan]{Name: PlanSection, Sys: Name, Check: checkPlan, Cross: crossCheckPlan}
+// planSection is the toy plan section, checked against a given cluster's GPU types; it
+// counts its GPUs (formats.GPUCounter).
+var planSection = planSec{formats.SectionOf[Plan]{Name: PlanSection, Sys: Name, Check: checkPlan, Cross: crossCheckPlan}}
+
+// jobsSec and planSec add to the SectionOfs the extension points shared code asks through,
+// as the in-tree systems' sections do.
+type (
+	jobsSec struct{ formats.SectionOf[Jobs] }
+	planSec struct{ formats.SectionOf[Plan] }
+)
+
+// Targets: the one application and its rate (formats.RateTargeter).
+func (s jobsSec) Targets(w *formats.Workload) []formats.RateTarget {
+	if j := s.OfWorkload(w); j != nil {
+		return []formats.RateTarget{{Name: j.Name, RateRPS: j.RateRPS}}
+	}
+	return nil
+}
+
+// WithRates sets in w a copy of the jobs at the rate rate(name, rate) (formats.RateTargeter).
+func (s jobsSec) WithRates(w *formats.Workload, rate func(string, float64) float64) {
+	if j := s.OfWorkload(w); j != nil {
+		c := *j
+		c.RateRPS = rate(c.Name, c.RateRPS)
+		formats.SetWorkload(w, s, &c)
+	}
+}
+
+// GPUsUsed: one GPU of the plan's type per worker (formats.GPUCounter).
+func (s planSec) GPUsUsed(p *formats.Plan) map[string]int {
+	if tp := s.OfPlan(p); tp != nil {
+		return map[string]int{tp.GPU: tp.Workers}
+	}
+	return nil
+}
 
 func checkJobs(j *Jobs) formats.ErrorList {
 	var errs formats.ErrorList
