@@ -13,9 +13,6 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/dyorcsec"
-	"github.com/plan-dev/plan/formats/sections/pardsec"
-	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
@@ -285,30 +282,14 @@ func PlanLLMClasses(p *formats.Plan, dep *dataplane.Deployment) []LLMClass {
 	return LLMClassesOf(dep, qlmsec.ClassesOf(e.Workload))
 }
 
-// workloadRate is the rate (requests/s) the workload gives the application named name: a
-// model's, pipeline's, LLM class's or workflow app's rate_rps (0 = none given).
+// workloadRate is the rate (requests/s) the workload asks of the application named name, as
+// its section says (formats.RateTargeter: a model's, pipeline's, LLM class's or workflow
+// app's rate_rps); 0 = none given. A rate that bounds a range the plan covers (a cascade's
+// qps_max, formats.RateTarget.Range) is no rate asked for: the plan's stated rate stands.
 func workloadRate(w *formats.Workload, name string) float64 {
-	if w == nil {
-		return 0
-	}
-	for _, m := range ppipesec.ModelsOf(w) {
-		if m.Name == name {
-			return m.RateRPS
-		}
-	}
-	for _, p := range pardsec.PipelinesOf(w) {
-		if p.Name == name {
-			return p.RateRPS
-		}
-	}
-	for _, c := range qlmsec.ClassesOf(w) {
-		if c.Name == name {
-			return c.RateRPS
-		}
-	}
-	if dyorcsec.WorkflowsOf(w) != nil {
-		if a, ok := dyorcsec.WorkflowsOf(w).Apps[name]; ok {
-			return a.RateRPS
+	for _, t := range w.RateTargets() {
+		if t.Name == name && !t.Range {
+			return t.RateRPS
 		}
 	}
 	return 0

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
@@ -129,17 +131,45 @@ func TestPredictMargins(t *testing.T) {
 	}
 }
 
-// TestWorkloadRate: an application's rate is found among models, pipelines, LLM classes and
-// workflow apps; none is 0.
+// TestWorkloadRate: an application's rate is what its workload section says
+// (formats.RateTargeter) — models, pipelines, LLM classes, workflow apps and a section no
+// in-tree system owns alike; a cascade's qps_max bounds a range and is no rate asked for;
+// none is 0.
 func TestWorkloadRate(t *testing.T) {
 	w := qlmsec.SetClasses(pardsec.SetPipelines(ppipesec.SetModels(&formats.Workload{}, []ppipesec.ModelWorkload{{Name: "m", RateRPS: 1}}), []pardsec.Pipeline{{Name: "p", RateRPS: 2}}), []qlmsec.LLMClass{{Name: "c", RateRPS: 3}})
-	for name, want := range map[string]float64{"m": 1, "p": 2, "c": 3, "x": 0} {
+	cascadesec.SetCascades(w, []cascadesec.Cascade{{Name: "s", QPSMax: 5}})
+	dyorcsec.SetWorkflows(w, &dyorcsec.Workflows{Apps: map[string]dyorcsec.App{"a": {RateRPS: 6}}})
+	formats.SetWorkload(w, sixthJobs{formats.SectionOf[sixthJob]{Name: "sixth", Sys: "sixth"}}, &sixthJob{Name: "j", RateRPS: 7})
+	for name, want := range map[string]float64{"m": 1, "p": 2, "c": 3, "s": 0, "a": 6, "j": 7, "x": 0} {
 		if got := workloadRate(w, name); got != want {
 			t.Errorf("%s: %g, want %g", name, got, want)
 		}
 	}
 	if got := workloadRate(nil, "m"); got != 0 {
 		t.Errorf("nil workload: %g", got)
+	}
+}
+
+// sixthJob is a workload section of a system formats and sim do not know, one application.
+type sixthJob struct {
+	Name    string  `json:"name"`
+	RateRPS float64 `json:"rate_rps"`
+}
+
+type sixthJobs struct{ formats.SectionOf[sixthJob] }
+
+func (s sixthJobs) Targets(w *formats.Workload) []formats.RateTarget {
+	if j := s.OfWorkload(w); j != nil {
+		return []formats.RateTarget{{Name: j.Name, RateRPS: j.RateRPS}}
+	}
+	return nil
+}
+
+func (s sixthJobs) WithRates(w *formats.Workload, rate func(string, float64) float64) {
+	if j := s.OfWorkload(w); j != nil {
+		c := *j
+		c.RateRPS = rate(c.Name, c.RateRPS)
+		formats.SetWorkload(w, s, &c)
 	}
 }
 

@@ -17,11 +17,6 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/cascadesec"
-	"github.com/plan-dev/plan/formats/sections/dyorcsec"
-	"github.com/plan-dev/plan/formats/sections/pardsec"
-	"github.com/plan-dev/plan/formats/sections/ppipesec"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // ObjectiveCost is the objective value a cost-optimal plan records (`--objective cost`).
@@ -30,76 +25,9 @@ const ObjectiveCost = "cost"
 // ObjectiveDefault is each planner's own objective (throughput, GPU count, latency).
 const ObjectiveDefault = "default"
 
-// Used counts the physical GPUs per type the plan's sections deploy. A plan with no typed
-// section it knows returns nil.
-func Used(p *formats.Plan) map[string]int {
-	used := map[string]int{}
-	switch {
-	case ppipesec.PlanOf(p) != nil:
-		_, u := ppipesec.PlanOf(p).PhysicalGPUs()
-		for k, n := range u {
-			used[k] += n
-		}
-	case pardsec.PlanOf(p) != nil:
-		for _, a := range pardsec.PlanOf(p).Apps {
-			for _, m := range a.Modules {
-				used[m.GPU] += m.Workers
-			}
-		}
-	case qlmsec.PlanOf(p) != nil:
-		for _, in := range qlmsec.PlanOf(p).Instances {
-			used[in.GPU] += max(in.GPUCount, 1)
-		}
-	case cascadesec.PlanOf(p) != nil:
-		seen := map[int]bool{}
-		for _, r := range cascadesec.PlanOf(p).Placement {
-			for _, g := range r.GPUs {
-				seen[g] = true
-			}
-		}
-		types := gpuIndexTypes(p.Cluster)
-		for g := range seen {
-			if g >= 0 && g < len(types) {
-				used[types[g]]++
-			}
-		}
-	case dyorcsec.PlanOf(p) != nil:
-		if len(dyorcsec.PlanOf(p).Placement) > 0 {
-			types := gpuIndexTypes(p.Cluster)
-			for _, g := range dyorcsec.PlanOf(p).Placement {
-				if g.GPU >= 0 && g.GPU < len(types) && len(g.Services) > 0 {
-					used[types[g.GPU]]++
-				}
-			}
-		} else {
-			for _, d := range dyorcsec.PlanOf(p).Deployments {
-				used[d.GPU] += d.Replicas
-			}
-		}
-	default:
-		return nil
-	}
-	for k, n := range used {
-		if n == 0 {
-			delete(used, k)
-		}
-	}
-	return used
-}
-
-// gpuIndexTypes maps the cluster's GPU indices (pools in order, GPU 0 first) to their type.
-func gpuIndexTypes(c *formats.Cluster) []string {
-	if c == nil {
-		return nil
-	}
-	var out []string
-	for _, g := range c.GPUs {
-		for range g.Count {
-			out = append(out, g.Type)
-		}
-	}
-	return out
-}
+// Used counts the physical GPUs per type the plan's sections deploy, as each plan section
+// counts them (formats.GPUCounter). A plan with no section that counts returns nil.
+func Used(p *formats.Plan) map[string]int { return p.GPUsUsed() }
 
 // Summarize is the fleet record of a cost-optimal plan: the GPUs it uses per type (from
 // Used), each type's price and the total per hour, in the cluster's currency. The second

@@ -5,17 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/dyorcsec"
-	"github.com/plan-dev/plan/formats/sections/pardsec"
-	"github.com/plan-dev/plan/formats/sections/ppipesec"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // Kind is the schedule document's kind.
@@ -184,12 +179,13 @@ func (e Entry) PlannedRPS(i int) float64 {
 	return e.PeakRPS[i]
 }
 
-// CheckTargets says which rate-bearing parts of the workload (models, LLM classes, pipelines,
-// workflow apps) the trace has no column for, and which columns name none of them.
+// CheckTargets says which applications of the workload that carry a rate (their sections
+// say which: formats.RateTargeter — models, pipelines, cascades, LLM classes, workflow apps)
+// the trace has no column for, and which columns name none of them.
 func CheckTargets(r *Rates, w *formats.Workload) error {
 	names := targets(w)
 	if len(names) == 0 {
-		return fmt.Errorf("workload: no models, llm_classes, pipelines or workflow apps with a rate: --trace plans those per window")
+		return fmt.Errorf("workload: no application with a rate in its sections (%s): --trace plans those per window", strings.Join(sectionsOf(w), ", "))
 	}
 	var probs []string
 	for _, n := range names {
@@ -199,7 +195,7 @@ func CheckTargets(r *Rates, w *formats.Workload) error {
 	}
 	for _, t := range r.Targets {
 		if !slices.Contains(names, t) {
-			probs = append(probs, fmt.Sprintf("%s: column %q: the workload has no model, LLM class, pipeline or app of that name", r.Name, t))
+			probs = append(probs, fmt.Sprintf("%s: column %q: the workload has no application of that name with a rate", r.Name, t))
 		}
 	}
 	if len(probs) > 0 {
@@ -208,71 +204,45 @@ func CheckTargets(r *Rates, w *formats.Workload) error {
 	return nil
 }
 
+// targets names the workload's applications that carry a rate, section by section.
 func targets(w *formats.Workload) []string {
 	var n []string
-	if w == nil {
-		return nil
-	}
-	for _, m := range ppipesec.ModelsOf(w) {
-		n = append(n, m.Name)
-	}
-	for _, c := range qlmsec.ClassesOf(w) {
-		n = append(n, c.Name)
-	}
-	for _, p := range pardsec.PipelinesOf(w) {
-		n = append(n, p.Name)
-	}
-	if wf := dyorcsec.WorkflowsOf(w); wf != nil {
-		for a := range wf.Apps {
-			n = append(n, a)
-		}
-		slices.Sort(n[len(n)-len(wf.Apps):])
+	for _, t := range w.RateTargets() {
+		n = append(n, t.Name)
 	}
 	return n
 }
 
-// WithRates is a copy of w with the rate of each named target set (the rest of w shared).
+// sectionsOf names w's sections, for messages ("none" when it has none).
+func sectionsOf(w *formats.Workload) []string {
+	if keys := w.SectionKeys(); len(keys) > 0 {
+		return keys
+	}
+	return []string{"none"}
+}
+
+// WithRates is a copy of w with the rate of each named target set (the rest of w shared):
+// each application's section sets it (formats.RateTargeter), so every application a trace
+// column may name (targets) can be set.
 func WithRates(w *formats.Workload, names []string, rates []float64) (*formats.Workload, error) {
-	c := *w
-	c.Sections = maps.Clone(w.Sections) // a section set below must not reach w
-	ppipesec.SetModels(&c, slices.Clone(ppipesec.ModelsOf(w)))
-	qlmsec.SetClasses(&c, slices.Clone(qlmsec.ClassesOf(w)))
-	pardsec.SetPipelines(&c, slices.Clone(pardsec.PipelinesOf(w)))
-	cwf := dyorcsec.WorkflowsOf(w)
-	if cwf != nil {
-		wf := *cwf
-		wf.Apps = maps.Clone(cwf.Apps)
-		dyorcsec.SetWorkflows(&c, &wf)
-		cwf = &wf
-	}
+	want := make(map[string]float64, len(names))
 	for i, n := range names {
-		set := false
-		for j := range ppipesec.ModelsOf(&c) {
-			if ppipesec.ModelsOf(&c)[j].Name == n {
-				ppipesec.ModelsOf(&c)[j].RateRPS, set = rates[i], true
-			}
+		want[n] = rates[i]
+	}
+	set := map[string]bool{}
+	c := w.WithRates(func(name string, rps float64) float64 {
+		if r, ok := want[name]; ok {
+			set[name] = true
+			return r
 		}
-		for j := range qlmsec.ClassesOf(&c) {
-			if qlmsec.ClassesOf(&c)[j].Name == n {
-				qlmsec.ClassesOf(&c)[j].RateRPS, set = rates[i], true
-			}
-		}
-		for j := range pardsec.PipelinesOf(&c) {
-			if pardsec.PipelinesOf(&c)[j].Name == n {
-				pardsec.PipelinesOf(&c)[j].RateRPS, set = rates[i], true
-			}
-		}
-		if cwf != nil {
-			if a, ok := cwf.Apps[n]; ok {
-				a.RateRPS, set = rates[i], true
-				cwf.Apps[n] = a
-			}
-		}
-		if !set {
-			return nil, fmt.Errorf("workload: no model, LLM class, pipeline or app %q", n)
+		return rps
+	})
+	for _, n := range names {
+		if !set[n] {
+			return nil, fmt.Errorf("workload: no application %q with a rate (applications: %s)", n, strings.Join(targets(w), ", "))
 		}
 	}
-	return &c, nil
+	return c, nil
 }
 
 func describe(names []string, rates []float64) string {

@@ -10,10 +10,8 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,11 +19,6 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/cascadesec"
-	"github.com/plan-dev/plan/formats/sections/dyorcsec"
-	"github.com/plan-dev/plan/formats/sections/pardsec"
-	"github.com/plan-dev/plan/formats/sections/ppipesec"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/solve"
@@ -224,37 +217,10 @@ func parseSweep(o Args) (string, []sweepPoint, error) {
 	}
 }
 
-// scaleRates is a copy of w with every rate multiplied by f.
+// scaleRates is a copy of w with every rate multiplied by f, each set by its section
+// (formats.RateTargeter: a cascade's qps_max too, the range its gear plan covers).
 func scaleRates(w *formats.Workload, f float64) *formats.Workload {
-	if w == nil {
-		return nil
-	}
-	c := *w
-	c.Sections = maps.Clone(w.Sections) // a section set below must not reach w
-	scaleList(&c, ppipesec.ModelsOf(w), ppipesec.SetModels, func(m *ppipesec.ModelWorkload) *float64 { return &m.RateRPS }, f)
-	scaleList(&c, pardsec.PipelinesOf(w), pardsec.SetPipelines, func(p *pardsec.Pipeline) *float64 { return &p.RateRPS }, f)
-	scaleList(&c, qlmsec.ClassesOf(w), qlmsec.SetClasses, func(l *qlmsec.LLMClass) *float64 { return &l.RateRPS }, f)
-	scaleList(&c, cascadesec.CascadesOf(w), cascadesec.SetCascades, func(cs *cascadesec.Cascade) *float64 { return &cs.QPSMax }, f)
-	if src := dyorcsec.WorkflowsOf(w); src != nil {
-		wf := *src
-		wf.Apps = map[string]dyorcsec.App{}
-		for k, a := range src.Apps {
-			a.RateRPS *= f
-			wf.Apps[k] = a
-		}
-		dyorcsec.SetWorkflows(&c, &wf)
-	}
-	return &c
-}
-
-// scaleList sets on c a copy of the list section list (set is its setter), each element's
-// rate (the field rate points to) multiplied by f: w's own elements stay as they were.
-func scaleList[E any](c *formats.Workload, list []E, set func(*formats.Workload, []E) *formats.Workload, rate func(*E) *float64, f float64) {
-	scaled := slices.Clone(list)
-	for i := range scaled {
-		*rate(&scaled[i]) *= f
-	}
-	set(c, scaled)
+	return w.WithRates(func(_ string, rps float64) float64 { return rps * f })
 }
 
 // frontierAt solves one point on the whole cluster and on each GPU type alone.

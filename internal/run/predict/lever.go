@@ -10,15 +10,9 @@ package predict
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/dyorcsec"
-	"github.com/plan-dev/plan/formats/sections/pardsec"
-	"github.com/plan-dev/plan/formats/sections/ppipesec"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/schedule"
@@ -99,25 +93,12 @@ func worstMiss(pr *formats.Prediction) string {
 	return fmt.Sprintf("%s %.2f%% < %.0f%%", a.Name, 100*a.Attainment, 100*a.Target)
 }
 
-// RatedTargets are the workload's applications that state a rate, and their rates.
+// RatedTargets are the workload's applications that state a rate, and their rates, as
+// their sections say (formats.RateTargeter).
 func RatedTargets(w *formats.Workload) (names []string, rates []float64) {
-	add := func(n string, r float64) {
-		if r > 0 {
-			names, rates = append(names, n), append(rates, r)
-		}
-	}
-	for _, m := range ppipesec.ModelsOf(w) {
-		add(m.Name, m.RateRPS)
-	}
-	for _, c := range qlmsec.ClassesOf(w) {
-		add(c.Name, c.RateRPS)
-	}
-	for _, p := range pardsec.PipelinesOf(w) {
-		add(p.Name, p.RateRPS)
-	}
-	if dyorcsec.WorkflowsOf(w) != nil {
-		for _, n := range slices.Sorted(maps.Keys(dyorcsec.WorkflowsOf(w).Apps)) {
-			add(n, dyorcsec.WorkflowsOf(w).Apps[n].RateRPS)
+	for _, t := range w.RateTargets() {
+		if t.RateRPS > 0 {
+			names, rates = append(names, t.Name), append(rates, t.RateRPS)
 		}
 	}
 	return names, rates
