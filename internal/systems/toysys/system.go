@@ -12,6 +12,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/fleet"
 )
 
 // Policy is the toy's runtime policy.
@@ -45,6 +46,9 @@ type Planner struct{ o Options }
 // Options are the toy planner's typed options, recorded in a plan's provenance.
 type Options struct {
 	MaxUtil float64 `json:"max_util" flag:"toy-max-util" help:"highest worker utilisation the toy plans for"`
+	// Objective is cost for a least-cost fleet (--objective cost, no flag of its own),
+	// absent for the first GPU type's workers.
+	Objective string `json:"objective,omitempty"`
 }
 
 // Options implements planner.Planner.
@@ -77,12 +81,32 @@ func solve(in planner.Inputs, s planner.Settings, maxUtil float64) (*formats.Pla
 	if workers < 1 {
 		workers = 1
 	}
-	gpus := 0
-	for _, g := range in.Cluster.GPUs {
-		gpus += g.Count
-	}
-	if workers > gpus {
-		return nil, fmt.Errorf("%w: %d workers needed, the cluster has %d GPUs", planner.ErrInfeasible, workers, gpus)
+	gpu, cost := in.Cluster.GPUs[0].Type, s.Objective == planner.ObjectiveCost
+	if cost {
+		// A job takes as long on any GPU: the least cost is the cheapest type with the
+		// workers available.
+		gpu = ""
+		best := math.Inf(1)
+		for _, g := range in.Cluster.GPUs {
+			price, _, _, err := in.Cluster.PlanningPrice(g.Type)
+			if err != nil {
+				return nil, &planner.InputError{Problems: []string{err.Error()}}
+			}
+			if c := price * float64(workers); workers <= in.Cluster.AvailableOf(g.Type) && c < best {
+				gpu, best = g.Type, c
+			}
+		}
+		if gpu == "" {
+			return nil, fmt.Errorf("%w: %d workers needed, no GPU type has them available", planner.ErrInfeasible, workers)
+		}
+	} else {
+		gpus := 0
+		for _, g := range in.Cluster.GPUs {
+			gpus += g.Count
+		}
+		if workers > gpus {
+			return nil, fmt.Errorf("%w: %d workers needed, the cluster has %d GPUs", planner.ErrInfeasible, workers, gpus)
+		}
 	}
 	emb := &formats.EmbeddedInputs{Cluster: in.Cluster, Workload: in.Workload}
 	digest, err := planner.InputDigest(emb)
@@ -93,11 +117,19 @@ func solve(in planner.Inputs, s planner.Settings, maxUtil float64) (*formats.Pla
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
 		Metadata: formats.Metadata{Name: j.Name},
 		Provenance: formats.Provenance{Tool: "plan", ToolVersion: s.ToolVersion, InputDigest: digest, Inputs: in.Refs,
-			Strategy: "mdc", Options: planner.RecordOptions(Options{MaxUtil: maxUtil}),
+			Strategy: "mdc", Options: planner.RecordOptions(Options{MaxUtil: maxUtil, Objective: s.Objective}),
 			Status: "heuristic", Objective: float64(workers), Bound: formats.Proven(float64(workers)), Gap: formats.Proven(0), Embedded: emb},
 		Cluster: in.Cluster,
 		Sections: formats.SectionValues{PlanSection: {Section: planSection, Value: &Plan{
-			App: j.Name, SLO: slo, GPU: in.Cluster.GPUs[0].Type, Workers: workers, LatencyUs: j.LatencyUs, RateRPS: j.RateRPS}}},
+			App: j.Name, SLO: slo, GPU: gpu, Workers: workers, LatencyUs: j.LatencyUs, RateRPS: j.RateRPS}}},
+	}
+	if cost {
+		// The fleet is what the plan section counts (planSec.GPUsUsed), priced by the
+		// shared fleet code as every system's cost plan is; the choice above is exact.
+		if err := fleet.Finish(p, in.Cluster); err != nil {
+			return nil, err
+		}
+		p.Provenance.Bound, p.Provenance.Gap = formats.Proven(p.Provenance.Objective), formats.Proven(0)
 	}
 	return p, nil
 }
@@ -142,7 +174,7 @@ func (Checker) Resolve(_ context.Context, p *formats.Plan, _ time.Duration) (*fo
 		return nil, err
 	}
 	return solve(planner.Inputs{Cluster: e.Cluster, Workload: e.Workload, Refs: p.Provenance.Inputs},
-		planner.Settings{ToolVersion: p.Provenance.ToolVersion}, o.MaxUtil)
+		planner.Settings{ToolVersion: p.Provenance.ToolVersion, Objective: o.Objective}, o.MaxUtil)
 }
 
 // Export writes the Triton model configuration of the pool: one instance per worker, each on
