@@ -47,6 +47,10 @@ type Settings struct {
 	// the least-cost fleet of the cluster's GPU types, within their available counts, that
 	// serves the workload's rates within its SLOs (`plan solve --objective cost`).
 	Objective string
+	// AcceptMiss: a plan whose own simulation misses a target is still returned (its
+	// prediction records the miss; `plan solve --accept-miss`), where a planner would
+	// otherwise refuse it.
+	AcceptMiss bool
 }
 
 // Reporter is a planner that has tables to report about its last solve beyond the plan (the

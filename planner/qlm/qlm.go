@@ -50,6 +50,9 @@ type Options struct {
 	Flags
 	// ToolVersion is recorded in the plan's provenance ("" = "dev").
 	ToolVersion string
+	// AcceptMiss returns a placement whose simulation misses a target (the run's prediction
+	// records it) instead of refusing it (plan solve --accept-miss).
+	AcceptMiss bool
 }
 
 // Strategies are the planner's placement algorithms.
@@ -146,12 +149,20 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 			}
 		}
 		grow := limit > 0 && len(q.Instances) >= limit && (tp || limit < len(slots))
+		// The load model's estimate sizes the placement; the simulation below decides. A
+		// model the estimate says is short of instances is refused here only when it has
+		// none or needs twice what it has: otherwise the simulation's verdict stands, the
+		// one --objective cost and plan check reach on the same placement (the estimate is
+		// one instance's capacity at the classes' percentiles, which under-counts what
+		// several instances absorb together), and --accept-miss may write it.
 		if over := overloadedModel(models, load, count); over != "" {
 			if grow {
 				limit++
 				continue
 			}
-			return nil, overloaded(in, w, over, load, count, chosen, len(slots))
+			if count[over] == 0 || load[over] >= 2*float64(count[over]) {
+				return nil, overloaded(in, w, over, load, count, chosen, len(slots))
+			}
 		}
 		res, err := simulate(in.Profiles, qlmsec.ClassesOf(w), q.Instances, nil, verifySeconds, verifySeed, -1)
 		if err != nil {
@@ -164,6 +175,9 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 		if grow {
 			limit++
 			continue
+		}
+		if o.AcceptMiss {
+			break
 		}
 		return nil, missed(in, w, miss, res[miss], load, count, chosen, len(q.Instances))
 	}
@@ -473,10 +487,17 @@ func overloaded(in planner.Inputs, w *formats.Workload, m string, load map[strin
 // target, naming the class, the target and what the placement reaches.
 func missed(in planner.Inputs, w *formats.Workload, ci int, r ClassResult, load map[string]float64, count map[string]int, chosen map[string]*formats.LLMProfile, insts int) error {
 	cl := qlmsec.ClassesOf(w)[ci]
-	pr := chosen[cl.Model]
+	m := cl.Model
+	pr := chosen[m]
 	kind := GPUSet(qlmsec.QLMInstance{GPU: pr.GPU, GPUCount: pr.GPUCount})
-	return &planner.InputError{Problems: []string{fmt.Sprintf("%s: llm_classes[%d] (%s): rate_rps %g: %s: on %d %s instance(s) of %s (load %.3f per instance; %d instance(s) in all) the simulated plan at its own rates %s; use --min-gpus on a larger cluster, or lower rate_rps",
-		workloadPath(in), ci, cl.Name, cl.RateRPS, planner.ErrInfeasible, count[cl.Model], kind, cl.Model, load[cl.Model]/math.Max(float64(count[cl.Model]), 1), insts, r)}}
+	size := ""
+	if load[m] >= float64(count[m]) {
+		// The simulation confirms what the load model estimated: say how many would do.
+		per := modelRate(w, m) / math.Max(load[m], 1e-12)
+		size = fmt.Sprintf("; one %s instance serves at most %.3g req/s of the model's classes within every SLO at p%.0f unless stated (%s): about %d instances would", kind, per, 100*Target, sloText(cl), int(math.Floor(load[m]))+1)
+	}
+	return &planner.InputError{Problems: []string{fmt.Sprintf("%s: llm_classes[%d] (%s): rate_rps %g: %s: on %d %s instance(s) of %s (load %.3f per instance; %d instance(s) in all) the simulated plan at its own rates %s%s; use --min-gpus on a larger cluster, or lower rate_rps (--accept-miss writes the plan, its miss recorded)",
+		workloadPath(in), ci, cl.Name, cl.RateRPS, planner.ErrInfeasible, count[m], kind, m, load[m]/math.Max(float64(count[m]), 1), insts, r, size)}}
 }
 
 // sloText lists the SLOs a class sets.

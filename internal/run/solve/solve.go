@@ -131,7 +131,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 			return run.UsageErrorf("--%s: %v", f.Name, err)
 		}
 	}
-	settings := planner.Settings{SLO: a.SLO, Strategy: a.Strategy, TimeLimit: a.TimeLimit, Gap: a.Gap,
+	settings := planner.Settings{AcceptMiss: a.AcceptMiss, SLO: a.SLO, Strategy: a.Strategy, TimeLimit: a.TimeLimit, Gap: a.Gap,
 		Deterministic: a.Deterministic, ToolVersion: a.ToolVersion}
 	if err := ApplyObjective(io, a.Objective, a.Spot, a.Cluster, in, &settings); err != nil {
 		return err
