@@ -6,9 +6,12 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -47,6 +50,9 @@ type Args struct {
 	// before its window starts.
 	SwitchDelay time.Duration
 	SwitchAhead bool
+	// Windows is --windows "A-B" (or "A"): the schedule's windows A to B (1-based) alone,
+	// "" for all.
+	Windows string
 }
 
 // DefaultSwitchDelay is how long a window's new plan takes before it can serve: its GPUs are
@@ -125,6 +131,11 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	if err != nil {
 		return run.UsageError(err)
 	}
+	if a.Windows != "" {
+		if s, err = windowRange(s, a.Windows, path); err != nil {
+			return err
+		}
+	}
 	if a.Trace == "" || a.Trace == "poisson" {
 		return run.UsageErrorf("%s: a schedule replays a rate trace: give --trace day.csv (the trace it was solved for)", path)
 	}
@@ -151,8 +162,8 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	// Each replay (the schedule's, the peak plan's) holds every request of the trace's
 	// windows: the sweep's per-point cap (checkSimulationSize) on the trace's request count.
 	if n := scheduleRequests(rates, s.Windows[0].StartS, s.Windows[len(s.Windows)-1].EndS); n > run.MaxRequestsPerPoint {
-		return run.UsageErrorf("--trace %s: %.3g requests over the schedule %s's windows: more than %d in one replay; replay a shorter trace",
-			a.Trace, n, path, run.MaxRequestsPerPoint)
+		return run.UsageErrorf("--trace %s: %.3g requests over the schedule %s's windows %s: more than %d in one replay; replay fewer windows at a time (--windows A-B; %d windows, about %d requests each)",
+			a.Trace, n, path, cmp.Or(a.Windows, fmt.Sprintf("1-%d", len(s.Windows))), run.MaxRequestsPerPoint, len(s.Windows), int64(n)/int64(len(s.Windows)))
 	}
 	params, err := run.ParseParams(a.Params)
 	if err != nil {
@@ -250,6 +261,46 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 }
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// windowRange is s restricted to its windows spec ("A-B" or "A", 1-based, inclusive): their
+// costs summed, and the peak plan's over the same span (its cost per hour × the span), so
+// the saving compares like with like.
+func windowRange(s *schedule.Schedule, spec, path string) (*schedule.Schedule, error) {
+	n := len(s.Windows)
+	lo, hi, err := parseRange(spec)
+	if err != nil || lo < 1 || hi < lo || hi > n {
+		return nil, run.UsageErrorf("--windows: %q: must be A-B (or A) with 1 ≤ A ≤ B ≤ %d, the schedule %s's windows", spec, n, path)
+	}
+	c := *s
+	c.Windows = s.Windows[lo-1 : hi]
+	c.TotalCost = 0
+	for _, w := range c.Windows {
+		c.TotalCost += w.Cost
+	}
+	c.TotalCost = round6(c.TotalCost)
+	c.Peak.StartS, c.Peak.EndS = c.Windows[0].StartS, c.Windows[len(c.Windows)-1].EndS
+	c.PeakCost = round6(c.Peak.CostPerHour * (c.Peak.EndS - c.Peak.StartS) / 3600)
+	c.Peak.Cost = c.PeakCost
+	c.Saving = 0
+	if c.PeakCost > 0 {
+		c.Saving = round6(1 - c.TotalCost/c.PeakCost)
+	}
+	return &c, nil
+}
+
+// parseRange reads "A-B" or "A".
+func parseRange(spec string) (int, int, error) {
+	a, b, ok := strings.Cut(strings.TrimSpace(spec), "-")
+	lo, err := strconv.Atoi(strings.TrimSpace(a))
+	if err != nil {
+		return 0, 0, err
+	}
+	if !ok {
+		return lo, lo, nil
+	}
+	hi, err := strconv.Atoi(strings.TrimSpace(b))
+	return lo, hi, err
+}
 
 // scheduleReplays builds the two replays of a schedule: its windows' plans switched in at
 // the windows' edges, and the peak plan all along, both reporting each window. A window

@@ -30,6 +30,8 @@ type simulateOptions struct {
 	findLimit bool
 	// switchDelay: a schedule's plan switch (simulate_schedule.go).
 	switchDelay time.Duration
+	// windows: a schedule's windows to replay, "A-B" (simulate_schedule.go).
+	windows string
 	switchAhead bool
 	autopilot   autopilotFlags
 	rateScale   string
@@ -91,7 +93,8 @@ replay the same requests.`,
   plan simulate testdata/export/qlm/plan.json --load 1 --fail llm-0@20s-40s   # an instance fails
   plan simulate testdata/export/qlm/plan.json --trace azure-llm-2023-conv.csv --requests-out reqs.jsonl
   plan simulate --llm --profile engine.json --trace requests.json --requests-out sim.jsonl   # one engine, no plan
-  plan simulate schedule.json --trace day.csv   # a schedule (plan solve --window) at the trace's rates, switches included`,
+  plan simulate schedule.json --trace day.csv   # a schedule (plan solve --window) at the trace's rates, switches included
+  plan simulate schedule.json --trace day.csv --windows 9-12   # four of its windows`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSimulate(cmd, app, o, args)
@@ -115,6 +118,7 @@ replay the same requests.`,
 	f.StringVar(&o.requestsOut, "requests-out", "", "write every request (id, class, arrival, first token, finish, outcome, reason, tokens; µs of virtual time) of every load point to this file as JSONL, to compare with a real engine's log")
 	f.StringArrayVar(&o.fail, "fail", nil, "inject a worker failure WORKER@AT or WORKER@AT-UNTIL (repeatable; times from the start of each load point): its batches are lost and their requests re-queued by policies that fail over (QLM) or dropped as worker-failed")
 	f.DurationVar(&o.switchDelay, "switch-delay", defaultSwitchDelay, "SCHEDULE only: how long a window's new plan takes to serve (GPUs up, models loaded); the previous plan serves meanwhile")
+	f.StringVar(&o.windows, "windows", "", "SCHEDULE only: replay windows A-B of the schedule (1-based, inclusive; \"5\" for one), their costs and the peak plan's over the same span: a long day in parts (each replay holds at most 5,000,000 requests)")
 	f.BoolVar(&o.switchAhead, "switch-ahead", true, "SCHEDULE only: load each window's plan one --switch-delay before its window starts (the schedule is known ahead); false: at the window's start, the previous plan serving until it has loaded")
 	addAutopilotFlags(f, &o.autopilot)
 	addEngineFlags(f, &o.engine)

@@ -20,13 +20,13 @@ const defaultSwitchDelay = runsched.DefaultSwitchDelay
 func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path string, data []byte) error {
 	return runsched.Run(cmdContext(cmd), runsched.Args{Systems: app.Systems, Path: path, Data: data, Trace: o.trace,
 		Seed: o.seed, Jitter: o.jitter, Policy: o.policy, Params: o.params, Parallel: o.parallel,
-		Report: o.report, ReportSet: cmd.Flags().Changed("report"), SwitchDelay: o.switchDelay, SwitchAhead: o.switchAhead}, &app.IO)
+		Report: o.report, ReportSet: cmd.Flags().Changed("report"), SwitchDelay: o.switchDelay, SwitchAhead: o.switchAhead, Windows: o.windows}, &app.IO)
 }
 
 // scheduleOnly are simulate's flags for a schedule alone; scheduleToo those that apply to a
 // schedule as to a plan (the rest sweep load factors of one plan).
 var (
-	scheduleOnly = []string{"switch-delay", "switch-ahead"}
+	scheduleOnly = []string{"switch-delay", "switch-ahead", "windows"}
 	scheduleToo  = []string{"trace", "seed", "policy", "param", "jitter", "parallel", "report"}
 )
 

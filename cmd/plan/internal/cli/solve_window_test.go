@@ -231,6 +231,21 @@ func TestSimulateSchedule(t *testing.T) {
 			}
 		})
 	}
+	// --windows replays part of the day: its windows' requests alone, the peak plan over the
+	// same span, costs to match; out of range is bad input.
+	_, all := run()
+	_, part := run("--windows", "2-3")
+	if len(part.Windows) != 2 || part.Windows[0].Requests != all.Windows[1].Requests || part.Windows[0].StartS != all.Windows[1].StartS {
+		t.Errorf("--windows 2-3: %+v, want the full run's windows 2 and 3 (%+v)", part.Windows, all.Windows[1:])
+	}
+	if part.Overall.Requests >= all.Overall.Requests || part.PeakCost >= all.PeakCost || part.Peak.Requests != part.Overall.Requests {
+		t.Errorf("--windows 2-3: requests %d of %d, peak cost %v of %v", part.Overall.Requests, all.Overall.Requests, part.PeakCost, all.PeakCost)
+	}
+	for _, bad := range []string{"0-2", "3-2", "4", "x"} {
+		if code, _, stderr := rootRun(t, "simulate", sched, "--trace", toy, "--windows", bad); code != ExitUsage || !strings.Contains(stderr, "--windows: \""+bad+"\": must be A-B (or A) with 1 ≤ A ≤ B ≤ 3") {
+			t.Errorf("--windows %s: exit %d: %s", bad, code, stderr)
+		}
+	}
 	rdir := filepath.Join(dir, "report")
 	if code, _, stderr := rootRun(t, "simulate", sched, "--trace", toy, "-q", "--report", rdir); code != ExitOK {
 		t.Fatalf("--report: exit %d: %s", code, stderr)
