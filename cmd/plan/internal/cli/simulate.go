@@ -31,7 +31,7 @@ type simulateOptions struct {
 	// switchDelay: a schedule's plan switch (simulate_schedule.go).
 	switchDelay time.Duration
 	// windows: a schedule's windows to replay, "A-B" (simulate_schedule.go).
-	windows string
+	windows     string
 	switchAhead bool
 	autopilot   autopilotFlags
 	rateScale   string
