@@ -67,7 +67,7 @@ Backends:
 With no model, profiles the embedded demo CNN analytically for the demo cluster's GPU types
 (L4, P4 at PPipe's vGPU x batch grid) and, when ONNX Runtime is available, on the local CPU.
 --llm adds LLM profiles (QLM): model names separated by commas, "all", or a profile file to
-import; the catalogue is 28 embedded Hugging Face configs (profiler/llm/catalogue: Llama,
+import; the catalogue is 27 embedded Hugging Face configs (profiler/llm/catalogue: Llama,
 Qwen, Mistral, Gemma, Phi dense models; Mixtral, Qwen3-MoE, Llama-4, gpt-oss
 mixture-of-experts). --llm-config adds models a user brings as config.json files
 (repeatable; a directory of them): dense decoders (llama, mistral, qwen2/3, phi3, gemma3,
