@@ -32,6 +32,10 @@ type Env struct {
 	// Progress, when set, replaces a transient status line on a terminal (internal/progress
 	// decides; it is nil or silent when the output is piped). Use Progressf.
 	Progress func(format string, a ...any)
+	// Sections are the registered systems' sections (the system registry's): what a bench
+	// reads plans and workloads with, and what a server it starts reads plans with. Benches
+	// sit below the registry, so the CLI hands them down.
+	Sections *formats.SectionSet
 }
 
 // Progressf reports progress of a long bench; a no-op without a terminal.

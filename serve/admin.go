@@ -9,7 +9,6 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/serve/kserve"
 )
 
@@ -41,7 +40,14 @@ func (s *Server) handlePutPlan(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, kserve.ErrorResponse{Error: "reading the plan: " + err.Error()})
 		return
 	}
-	p, err := formats.DecodeInto[*formats.Plan]("plan", body, s.sections())
+	if s.opts.Sections == nil {
+		// Only the registry's sections read a plan with its system's rules (DESIGN.md
+		// "Systems as plug-ins"); a server started without them takes no plan rather than
+		// one read by other rules. The server's configuration, not the request, is at fault.
+		writeJSON(w, 500, kserve.ErrorResponse{Error: "this server was started without the registered systems' sections (serve.Options.Sections): it cannot read a plan"})
+		return
+	}
+	p, err := formats.DecodeInto[*formats.Plan]("plan", body, s.opts.Sections)
 	if err != nil {
 		writeJSON(w, 400, kserve.ErrorResponse{Error: err.Error()})
 		return
@@ -150,13 +156,4 @@ func (s *Server) SetWorkerDown(name string, down bool) error {
 		return errors.New("the server has stopped")
 	}
 	return err
-}
-
-// sections are the plan sections PUT /v1/plan decodes with: Options.Sections, or the
-// in-tree systems' when none were given.
-func (s *Server) sections() *formats.SectionSet {
-	if s.opts.Sections == nil {
-		return intree.Sections()
-	}
-	return s.opts.Sections
 }

@@ -44,8 +44,8 @@ type Options struct {
 	// and on every reload, so a reloaded plan may belong to another system.
 	Deploy func(*formats.Plan) (*dataplane.Deployment, string, error)
 	// Sections are the registered systems' plan sections (the system registry's), so PUT
-	// /v1/plan takes a plan of any registered system and runs its system's checks (nil: the
-	// in-tree systems', formats/sections/intree).
+	// /v1/plan takes a plan of any registered system and runs its system's checks. nil: PUT
+	// /v1/plan refuses every plan (500); no other set stands in for the registry's.
 	Sections *formats.SectionSet
 	// Policies is the registry policies are built from.
 	Policies *dataplane.Registry

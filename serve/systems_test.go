@@ -1,8 +1,12 @@
 package serve
 
-import "github.com/plan-dev/plan/internal/servetest"
+import (
+	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/internal/servetest"
+)
 
-// testPolicies and testDeploy stand in for the system registry (internal/systems).
+// testPolicies and testDeploy stand in for the system registry (internal/systems), and
+// intree's sections for its sections (a test helper: serve itself has no default).
 var (
 	testPolicies = servetest.Policies(flakySpec)
 	testDeploy   = servetest.Deploy
@@ -15,6 +19,9 @@ func withSystems(o Options) Options {
 	}
 	if o.Policies == nil {
 		o.Policies = testPolicies
+	}
+	if o.Sections == nil {
+		o.Sections = intree.Sections()
 	}
 	return o
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/simbench"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/load"
@@ -64,26 +63,26 @@ type serveRun struct {
 
 func serveMeasures() []measure {
 	var run *serveRun
-	get := func(ctx context.Context, o *Command) (*serveRun, error) {
+	get := func(ctx context.Context, o *Command, env bench.Env) (*serveRun, error) {
 		if run != nil {
 			return run, nil
 		}
-		r, err := runServe(ctx, o)
+		r, err := runServe(ctx, o, env.Sections)
 		if err == nil {
 			run = r
 		}
 		return r, err
 	}
 	return []measure{
-		{name: "serve-rate", group: "serve", run: func(ctx context.Context, o *Command, _ bench.Env) (Row, error) {
-			r, err := get(ctx, o)
+		{name: "serve-rate", group: "serve", run: func(ctx context.Context, o *Command, env bench.Env) (Row, error) {
+			r, err := get(ctx, o, env)
 			if err != nil {
 				return Row{}, err
 			}
 			return r.rateRow(), nil
 		}},
-		{name: "serve-cpu", group: "serve", run: func(ctx context.Context, o *Command, _ bench.Env) (Row, error) {
-			r, err := get(ctx, o)
+		{name: "serve-cpu", group: "serve", run: func(ctx context.Context, o *Command, env bench.Env) (Row, error) {
+			r, err := get(ctx, o, env)
 			if err != nil {
 				return Row{}, err
 			}
@@ -101,16 +100,18 @@ func wideDeploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
 
 // runServe drives the floor and plan serve, interleaved rate by rate so that both see the
 // same machine, each on a fresh server on 127.0.0.1 (httptest listens on loopback only).
-func runServe(ctx context.Context, o *Command) (*serveRun, error) {
+// secs are the registry's sections (bench.Env.Sections): the plan, the floor's and the one
+// plan load fetches from each server are read with them.
+func runServe(ctx context.Context, o *Command, secs *formats.SectionSet) (*serveRun, error) {
 	raw, err := embedded("wide.json")
 	if err != nil {
 		return nil, err
 	}
-	plan, err := formats.DecodeInto[*formats.Plan]("wide.json", raw, intree.Sections())
+	plan, err := formats.DecodeInto[*formats.Plan]("wide.json", raw, secs)
 	if err != nil {
 		return nil, err
 	}
-	floor, err := load.FloorHandler("wide.json", raw)
+	floor, err := load.FloorHandler("wide.json", raw, secs)
 	if err != nil {
 		return nil, err
 	}
@@ -126,14 +127,14 @@ func runServe(ctx context.Context, o *Command) (*serveRun, error) {
 	}
 	run := &serveRun{window: window}
 	pair := func(rate int) (f, s servePoint, err error) {
-		if f, err = drive(ctx, floor, nil, rate, window); err != nil {
+		if f, err = drive(ctx, floor, nil, secs, rate, window); err != nil {
 			return f, s, fmt.Errorf("floor at %d/s: %w", rate, err)
 		}
-		srv, err := serve.New(serve.Options{Plan: plan, Deploy: wideDeploy, Policies: ppipe.Registry()})
+		srv, err := serve.New(serve.Options{Plan: plan, Deploy: wideDeploy, Sections: secs, Policies: ppipe.Registry()})
 		if err != nil {
 			return f, s, err
 		}
-		if s, err = drive(ctx, srv, srv, rate, window); err != nil {
+		if s, err = drive(ctx, srv, srv, secs, rate, window); err != nil {
 			return f, s, fmt.Errorf("plan serve at %d/s: %w", rate, err)
 		}
 		return f, s, nil
@@ -163,7 +164,7 @@ func runServe(ctx context.Context, o *Command) (*serveRun, error) {
 
 // drive offers rate req/s of wideModel to h for window (Poisson, seeded) and measures the
 // attainment and the process's CPU per request; s, when set, is shut down after.
-func drive(ctx context.Context, h http.Handler, s *serve.Server, rate int, window time.Duration) (servePoint, error) {
+func drive(ctx context.Context, h http.Handler, s *serve.Server, secs *formats.SectionSet, rate int, window time.Duration) (servePoint, error) {
 	ts := httptest.NewServer(h)
 	defer ts.Close()
 	if s != nil {
@@ -172,7 +173,7 @@ func drive(ctx context.Context, h http.Handler, s *serve.Server, rate int, windo
 	spec, _ := sim.ParseArrival("poisson")
 	cpu0 := simbench.CPUTime()
 	res, err := load.Run(ctx, load.Options{URL: ts.URL, Model: wideModel, Rate: float64(rate), Duration: window,
-		Arrival: spec, Seed: 1, Deploy: wideDeploy})
+		Arrival: spec, Seed: 1, Deploy: wideDeploy, Sections: secs})
 	cpu := simbench.CPUTime() - cpu0
 	if err != nil {
 		return servePoint{}, err

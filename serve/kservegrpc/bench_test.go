@@ -107,7 +107,7 @@ func BenchmarkLoad5000(b *testing.B) {
 			var ticks int64
 			n := 0
 			for b.Loop() {
-				o := load.Options{URL: "http://" + haddr, Deploy: testDeploy, Rate: *loadRate, Duration: 2 * time.Second,
+				o := load.Options{URL: "http://" + haddr, Deploy: testDeploy, Sections: testSections, Rate: *loadRate, Duration: 2 * time.Second,
 					Arrival: sim.ArrivalSpec{Kind: "poisson"}, Seed: 1, Client: &http.Client{Transport: &http.Transport{MaxConnsPerHost: 2048, MaxIdleConnsPerHost: 2048}}}
 				switch proto {
 				case "grpc":

@@ -61,7 +61,7 @@ func TestExactLLMReplayOverGRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := load.Run(context.Background(), load.Options{URL: ts.URL, Deploy: deploy, Load: 1, Duration: time.Second, Arrival: spec, Seed: 1, Send: Sender(conn, false, false)})
+	res, err := load.Run(context.Background(), load.Options{URL: ts.URL, Deploy: deploy, Sections: testSections, Load: 1, Duration: time.Second, Arrival: spec, Seed: 1, Send: Sender(conn, false, false)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestLoadOverGRPC(t *testing.T) {
 		raw, half bool
 	}{{"typed", false, false}, {"raw", true, false}, {"fp16", true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := load.Run(context.Background(), load.Options{URL: ts.URL, Deploy: testDeploy, Rate: 400,
+			res, err := load.Run(context.Background(), load.Options{URL: ts.URL, Deploy: testDeploy, Sections: testSections, Rate: 400,
 				Duration: 250 * time.Millisecond, Arrival: sim.ArrivalSpec{Kind: "poisson"}, Seed: 1, Send: Sender(conn, tc.raw, tc.half)})
 			if err != nil {
 				t.Fatal(err)

@@ -159,7 +159,7 @@ func TestAgreementDyOrcOverload(t *testing.T) {
 	defer ts.Close()
 	defer s.Shutdown(context.Background())
 	spec, _ := sim.ParseArrival("poisson")
-	res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Load: dyorcOverloadFactor, Duration: dyorcOverloadDur, Arrival: spec, Seed: 1})
+	res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Sections: testSections, Load: dyorcOverloadFactor, Duration: dyorcOverloadDur, Arrival: spec, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

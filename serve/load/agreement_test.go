@@ -120,7 +120,7 @@ func compareWithin(t *testing.T, plan *formats.Plan, dep *dataplane.Deployment, 
 	ts := httptest.NewServer(s)
 	defer ts.Close()
 	defer s.Shutdown(context.Background())
-	res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Load: lf, Duration: dur, Arrival: spec, Seed: 1})
+	res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Sections: testSections, Load: lf, Duration: dur, Arrival: spec, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

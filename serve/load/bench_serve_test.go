@@ -78,7 +78,7 @@ func BenchmarkServeVsSimulate(b *testing.B) {
 				}
 				ts := httptest.NewServer(s)
 				cpu0 := cpuTime()
-				res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Load: lf, Duration: dur, Arrival: spec, Seed: 1})
+				res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Sections: testSections, Load: lf, Duration: dur, Arrival: spec, Seed: 1})
 				cpu := cpuTime() - cpu0
 				_ = s.Shutdown(context.Background())
 				ts.Close()

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
@@ -19,9 +18,11 @@ import (
 // /v2/models/{model} from the plan, and an infer endpoint that reads the body, waits the
 // plan's single-request latency of the model (time.Sleep) and answers a fixed 200. No
 // decoding, no engine, no batching, no admission, unbounded concurrency: what any Go HTTP
-// server costs on the same machine. name names the file in errors.
-func FloorHandler(name string, raw []byte) (http.Handler, error) {
-	p, err := formats.DecodeInto[*formats.Plan](name, raw, intree.Sections())
+// server costs on the same machine. name names the file in errors; secs are the sections
+// the plan is read with (the system registry's, or the PPipe sections alone for a tool that
+// mimics PPipe plans only).
+func FloorHandler(name string, raw []byte, secs *formats.SectionSet) (http.Handler, error) {
+	p, err := formats.DecodeInto[*formats.Plan](name, raw, secs)
 	if err != nil {
 		return nil, err
 	}

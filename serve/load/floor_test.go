@@ -19,7 +19,7 @@ func TestFloorHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := FloorHandler(path, raw)
+	h, err := FloorHandler(path, raw, testSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestFloorHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := FloorHandler("golden-plan.json", cascade); err == nil || !strings.Contains(err.Error(), "golden-plan.json") {
+	if _, err := FloorHandler("golden-plan.json", cascade, testSections); err == nil || !strings.Contains(err.Error(), "golden-plan.json") {
 		t.Errorf("a cascade plan: err %v, want one naming the file", err)
 	}
 }

@@ -59,7 +59,7 @@ func TestExactLLMReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := Run(context.Background(), Options{Deploy: deploy, URL: ts.URL, Load: 1, Duration: time.Second, Arrival: spec, Seed: 1})
+			res, err := Run(context.Background(), Options{Deploy: deploy, URL: ts.URL, Sections: testSections, Load: 1, Duration: time.Second, Arrival: spec, Seed: 1})
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("err = %v, want %q", err, c.wantErr)

@@ -29,7 +29,6 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/serve/internal/waketimer"
 	"github.com/plan-dev/plan/serve/kserve"
@@ -76,8 +75,8 @@ type Options struct {
 	// deployer for the plan's section).
 	Deploy func(*formats.Plan) (*dataplane.Deployment, string, error)
 	// Sections are the registered systems' plan sections (the system registry's), so a
-	// served plan of any registered system decodes and is checked by its system (nil: the
-	// in-tree systems', formats/sections/intree).
+	// served plan of any registered system decodes and is checked by its system. Required
+	// unless Plan is given: no other set stands in for the registry's.
 	Sections *formats.SectionSet
 	// Plan, when set, is the plan the server runs, read by the caller (`plan load --plan`):
 	// the run takes its applications, rates and SLOs from it instead of GET /v1/plan, so any
@@ -341,10 +340,17 @@ send:
 // setup reads the served plan and its models' metadata and resolves the run's targets, load
 // and request timeout (into o); its errors are ErrSetup.
 func setup(ctx context.Context, o *Options, base string) (plan *formats.Plan, policy string, dep *dataplane.Deployment, targets []target, load float64, err error) {
-	if o.Plan != nil {
+	switch {
+	case o.Plan != nil:
 		plan = o.Plan
-	} else if plan, policy, err = fetchPlan(ctx, o.Client, base, o.Header, sectionsOr(o.Sections)); err != nil {
-		return nil, "", nil, nil, 0, setupError{err}
+	case o.Sections == nil:
+		// Only the registry's sections read the served plan with its system's rules; no
+		// other set stands in for them.
+		return nil, "", nil, nil, 0, setupError{errors.New("load: Options.Sections is required to read the served plan (the system registry's sections), or Options.Plan")}
+	default:
+		if plan, policy, err = fetchPlan(ctx, o.Client, base, o.Header, o.Sections); err != nil {
+			return nil, "", nil, nil, 0, setupError{err}
+		}
 	}
 	if o.Deploy == nil {
 		return nil, "", nil, nil, 0, setupError{errors.New("load: Options.Deploy is required")}
@@ -780,14 +786,6 @@ func percentiles(lat []int64) workload.Latency {
 		xs[i] = float64(v)
 	}
 	return summarizeUs(xs)
-}
-
-// sectionsOr is secs, or the in-tree systems' sections when the caller gave none.
-func sectionsOr(secs *formats.SectionSet) *formats.SectionSet {
-	if secs == nil {
-		return intree.Sections()
-	}
-	return secs
 }
 
 // maxInferBody bounds one inference response read by `plan load` (KServe v2 and the plan

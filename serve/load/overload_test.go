@@ -59,7 +59,7 @@ func TestOverload(t *testing.T) {
 	ts := httptest.NewServer(s)
 	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 512, MaxIdleConnsPerHost: 512}}
 	spec, _ := sim.ParseArrival("poisson")
-	res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Load: 3, Duration: dur, Arrival: spec, Seed: 5, MaxConns: 512,
+	res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Sections: testSections, Load: 3, Duration: dur, Arrival: spec, Seed: 5, MaxConns: 512,
 		// A lost request is one never answered: wait far longer than any answer can take.
 		Timeout: 30 * time.Second})
 	if err != nil {
@@ -118,7 +118,7 @@ func BenchmarkExecutorOverhead(b *testing.B) {
 		}
 		ts := httptest.NewServer(s)
 		client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1024, MaxIdleConnsPerHost: 1024}}
-		res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Rate: 5000, Duration: 2 * time.Second, Arrival: spec, Seed: uint64(i + 1), Client: client})
+		res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Sections: testSections, Rate: 5000, Duration: 2 * time.Second, Arrival: spec, Seed: uint64(i + 1), Client: client})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -32,7 +32,7 @@ func TestSoak(t *testing.T) {
 		dur = time.Second
 	}
 	plan := readPlan(t, "one-gpu.json")
-	s, err := serve.New(serve.Options{Plan: plan, Deploy: testDeploy, Policies: testPolicies, BodyTimeout: 300 * time.Millisecond})
+	s, err := serve.New(serve.Options{Plan: plan, Deploy: testDeploy, Sections: testSections, Policies: testPolicies, BodyTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestSoak(t *testing.T) {
 		}
 	}()
 	spec, _ := sim.ParseArrival("poisson")
-	res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Load: 3, Duration: dur, Arrival: spec, Seed: 11,
+	res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Sections: testSections, Load: 3, Duration: dur, Arrival: spec, Seed: 11,
 		MaxConns: 1024, Timeout: 30 * time.Second})
 	close(stop)
 	wg.Wait()

@@ -7,12 +7,15 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/servetest"
 )
 
-// testPolicies and testDeploy stand in for the system registry (internal/systems): PPipe and
-// PARD (servetest), CascadeServe (TestAgreementCascade) and DyOrc (TestAgreementDyOrc).
+// testPolicies, testDeploy and testSections stand in for the system registry
+// (internal/systems): PPipe and PARD (servetest), CascadeServe (TestAgreementCascade) and DyOrc
+// (TestAgreementDyOrc).
 var (
+	testSections = intree.Sections()
 	testPolicies = servetest.Policies(append(dpcascade.Policies(), dpdyorc.Policies()...)...)
 	testDeploy   = func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 		if cascadesec.PlanOf(p) != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/serve/load"
 )
 
@@ -26,7 +27,12 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h, err := load.FloorHandler(*planPath, raw)
+	// The floor mimics PPipe plans only (FloorHandler refuses any other), so it reads them
+	// with PPipe's sections: this tool sits below the system registry and takes no other
+	// system's plan.
+	ppipe := &formats.SectionSet{Systems: []string{"ppipe"},
+		Plan: []formats.Section{ppipesec.PlanSection}, Workload: []formats.Section{ppipesec.WorkloadSection}}
+	h, err := load.FloorHandler(*planPath, raw, ppipe)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -74,7 +74,8 @@ func newBenchSubcommand(app *App, nb func() bench.Bench) *cobra.Command {
 			out := task.Above(app.Out)
 			table := func(h []string, rows [][]string) { run.WriteTable(out, h, rows) }
 			writeJSON := func(v any) error { io := app.IO; io.Out = out; return io.WriteJSON(v) }
-			env := bench.Env{Out: out, Err: app.Err, JSON: app.JSONOutput(), Infof: infof, Table: table, WriteJSON: writeJSON, Progress: progress}
+			env := bench.Env{Out: out, Err: app.Err, JSON: app.JSONOutput(), Infof: infof, Table: table, WriteJSON: writeJSON, Progress: progress,
+				Sections: app.Systems.Sections()}
 			err := b.Run(cmd.Context(), env)
 			if err != nil {
 				task.Clear()

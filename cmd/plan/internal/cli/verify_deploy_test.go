@@ -52,7 +52,7 @@ func TestServeReloadRefusesUncheckedPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
+	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Sections: systems.Default().Sections(), Policies: systems.Policies()})
 	if err != nil {
 		t.Fatal(err)
 	}
