@@ -26,7 +26,8 @@ import (
 // itself and tests build exactly the set they need. A plan or workload is never read
 // without a set (Decode, Validate, CheckSet and WriteFile refuse nil for them:
 // ErrNoSections), so every reader runs the systems' own rules; packages below the registry
-// take the in-tree set from formats/sections/intree.
+// take the set from their callers (serve.Options.Sections, bench.Env.Sections), and only
+// tests build the in-tree set themselves (formats/sections/intree).
 
 // Section is one system's top-level section of a plan or a workload.
 type Section interface {
@@ -223,7 +224,7 @@ func Validate(doc Document, secs *SectionSet) ErrorList {
 // ErrNoSections marks a plan or workload read or validated without the registered
 // systems' sections (a nil SectionSet): its systems' own rules could not run, so formats
 // refuses instead of passing it structurally. Callers hand the system registry's set
-// (internal/systems Registry.Sections; formats/sections/intree below the registry).
+// (internal/systems Registry.Sections; formats/sections/intree in tests below the registry).
 var ErrNoSections = errors.New("a plan or workload needs the registered systems' sections")
 
 // sectioned reports whether documents of kind carry systems' sections.

@@ -17,7 +17,6 @@ import (
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
-	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 	pc "github.com/plan-dev/plan/planner/cascade"
 )
@@ -40,15 +39,16 @@ func (u *userInput) given() bool {
 const defaultUserGPUMem = 32 << 30
 
 // readRecords reads per-sample records from a CSV/JSONL/JSON records file, or the first
-// cascade of a workload file (YAML or JSON of kind Workload).
-func readRecords(path string) (*cascadesec.Cascade, error) {
+// cascade of a workload file (YAML or JSON of kind Workload), read with the registry's
+// sections secs (bench.Env.Sections).
+func readRecords(path string, secs *formats.SectionSet) (*cascadesec.Cascade, error) {
 	data, err := formats.ReadBytes(path)
 	if err != nil {
 		return nil, err
 	}
 	ext := strings.ToLower(filepath.Ext(path))
 	if ext == ".yaml" || ext == ".yml" || ext == ".json" && strings.Contains(string(data[:min(len(data), 4096)]), `"Workload"`) {
-		w, err := formats.DecodeInto[*formats.Workload](path, data, intree.Sections())
+		w, err := formats.DecodeInto[*formats.Workload](path, data, secs)
 		if err != nil {
 			return nil, err
 		}
@@ -96,7 +96,7 @@ func prepareUser(u *userInput, trace []float64, env bench.Env) (*data, error) {
 	for _, w := range formats.FitProfile(prof) {
 		env.Infof("warning: %s: %s", u.profile, w)
 	}
-	c, err := readRecords(u.records)
+	c, err := readRecords(u.records, env.Sections)
 	if err != nil {
 		return nil, bench.Usagef("--records: %v", err)
 	}
@@ -132,7 +132,7 @@ func prepareUser(u *userInput, trace []float64, env bench.Env) (*data, error) {
 	c.QPSMax, c.QPSRanges, c.QPSHistogram = peak, u.ranges, Histogram(q)
 	c.LatencySLO, c.AccuracySLO = &cascadesec.LatencySLO{Percentile: 0.95, Latency: formats.Duration(u.slo)}, 0
 	if u.test != "" {
-		tc, err := readRecords(u.test)
+		tc, err := readRecords(u.test, env.Sections)
 		if err != nil {
 			return nil, bench.Usagef("--test: %v", err)
 		}

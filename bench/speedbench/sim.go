@@ -44,39 +44,45 @@ func embedded(name string) ([]byte, error) {
 }
 
 // simCase is one sim-POLICY row: its case builder at scale k for a simulated window (0: the
-// benchmark's), and the window --quick uses (0: the benchmark's too).
+// benchmark's), reading its bundled inputs with the registry's sections (bench.Env.Sections),
+// and the window --quick uses (0: the benchmark's too).
 type simCase struct {
 	name, policy string
-	build        func(k int, dur dataplane.Time) (*simscale.Case, error)
+	build        func(secs *formats.SectionSet, k int, dur dataplane.Time) (*simscale.Case, error)
 	quickDur     dataplane.Time
 }
 
 func simCases() []simCase {
-	withData := func(file string, f func([]byte, int, dataplane.Time) (*simscale.Case, error)) func(int, dataplane.Time) (*simscale.Case, error) {
-		return func(k int, dur dataplane.Time) (*simscale.Case, error) {
+	type build = func(*formats.SectionSet, int, dataplane.Time) (*simscale.Case, error)
+	withData := func(file string, f func(*formats.SectionSet, []byte, int, dataplane.Time) (*simscale.Case, error)) build {
+		return func(secs *formats.SectionSet, k int, dur dataplane.Time) (*simscale.Case, error) {
 			b, err := embedded(file)
 			if err != nil {
 				return nil, err
 			}
-			return f(b, k, dur)
+			return f(secs, b, k, dur)
 		}
 	}
 	return []simCase{
 		// PPipe at 1,600 GPUs keeps every request of 30 simulated seconds (about 1 GB):
 		// --quick simulates 10.
-		{"sim-ppipe", "ppipe (busy-until)", withData("hc1-100.json", func(b []byte, k int, d dataplane.Time) (*simscale.Case, error) {
-			return simscale.PPipe(b, simscale.ModeBusyUntil, k, d)
+		{"sim-ppipe", "ppipe (busy-until)", withData("hc1-100.json", func(secs *formats.SectionSet, b []byte, k int, d dataplane.Time) (*simscale.Case, error) {
+			return simscale.PPipe(secs, b, simscale.ModeBusyUntil, k, d)
 		}), 10 * dataplane.Second},
-		{"sim-pard", "pard", func(k int, d dataplane.Time) (*simscale.Case, error) { return simscale.PARD("pard", k, d) }, 0},
-		{"sim-qlm", qlm.PolicyQLM, func(k int, d dataplane.Time) (*simscale.Case, error) { return simscale.QLM(qlm.PolicyQLM, k, d) }, 0},
-		{"sim-cascadeserve", cascade.PolicyGears, withData("golden-plan.json", func(b []byte, k int, d dataplane.Time) (*simscale.Case, error) {
-			return simscale.Cascade(b, cascade.PolicyGears, k, d)
+		{"sim-pard", "pard", func(_ *formats.SectionSet, k int, d dataplane.Time) (*simscale.Case, error) {
+			return simscale.PARD("pard", k, d)
+		}, 0},
+		{"sim-qlm", qlm.PolicyQLM, func(_ *formats.SectionSet, k int, d dataplane.Time) (*simscale.Case, error) {
+			return simscale.QLM(qlm.PolicyQLM, k, d)
+		}, 0},
+		{"sim-cascadeserve", cascade.PolicyGears, withData("golden-plan.json", func(secs *formats.SectionSet, b []byte, k int, d dataplane.Time) (*simscale.Case, error) {
+			return simscale.Cascade(secs, b, cascade.PolicyGears, k, d)
 		}), 0},
-		{"sim-cocktail", cascade.PolicyCocktail, withData("golden-plan.json", func(b []byte, k int, d dataplane.Time) (*simscale.Case, error) {
-			return simscale.Cascade(b, cascade.PolicyCocktail, k, d)
+		{"sim-cocktail", cascade.PolicyCocktail, withData("golden-plan.json", func(secs *formats.SectionSet, b []byte, k int, d dataplane.Time) (*simscale.Case, error) {
+			return simscale.Cascade(secs, b, cascade.PolicyCocktail, k, d)
 		}), 0},
-		{"sim-dyorc", "dyorc", withData("workload.json", func(b []byte, k int, d dataplane.Time) (*simscale.Case, error) {
-			return simscale.DyOrc(b, "dyorc", k, d)
+		{"sim-dyorc", "dyorc", withData("workload.json", func(secs *formats.SectionSet, b []byte, k int, d dataplane.Time) (*simscale.Case, error) {
+			return simscale.DyOrc(secs, b, "dyorc", k, d)
 		}), 0},
 	}
 }
@@ -161,11 +167,11 @@ func runSim(ctx context.Context, o *Command, env bench.Env, c simCase) (Row, err
 	if o.quick {
 		dur, minRuns, minCPU = c.quickDur, 1, 250*time.Millisecond
 	}
-	one, err := c.build(1, dur)
+	one, err := c.build(env.Sections, 1, dur)
 	if err != nil {
 		return Row{}, err
 	}
-	big, err := c.build(o.scale, dur)
+	big, err := c.build(env.Sections, o.scale, dur)
 	if err != nil {
 		return Row{}, err
 	}

@@ -60,7 +60,7 @@ func BenchmarkSimScale(b *testing.B) {
 	for _, pol := range []string{dpc.PolicyGears, dpc.PolicyGears + "-scan", dpc.PolicyCocktail} {
 		name, scan := strings.CutSuffix(pol, "-scan")
 		for _, k := range []int{1, 4, 16} {
-			c, err := simscale.Cascade(data, name, k, 0)
+			c, err := simscale.Cascade(intree.Sections(), data, name, k, 0)
 			if err != nil {
 				b.Fatal(err)
 			}

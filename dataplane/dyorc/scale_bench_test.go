@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/simbench"
 	"github.com/plan-dev/plan/sim/simscale"
 )
@@ -23,7 +24,7 @@ func BenchmarkSimScale(b *testing.B) {
 	}
 	for _, pol := range []string{"dyorc", "dyorc-ray"} {
 		for _, k := range []int{1, 4, 16} {
-			c, err := simscale.DyOrc(data, pol, k, 0)
+			c, err := simscale.DyOrc(intree.Sections(), data, pol, k, 0)
 			if err != nil {
 				b.Fatal(err)
 			}

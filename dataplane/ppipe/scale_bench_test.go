@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/simbench"
 	"github.com/plan-dev/plan/sim/simscale"
 )
@@ -23,7 +24,7 @@ func scaleCase(tb testing.TB, mode string, k int) *simscale.Case {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c, err := simscale.PPipe(data, mode, k, 0)
+	c, err := simscale.PPipe(intree.Sections(), data, mode, k, 0)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -226,6 +226,24 @@ func TestLayering(t *testing.T) {
 	}
 }
 
+// intreeHelpers are the test-helper packages (non-test files, imported by tests only) that
+// may import formats/sections/intree besides _test.go files.
+var intreeHelpers = []string{"export/exporttest"}
+
+// TestInTreeSectionsOnlyInTests: the system registry (internal/systems) is the one source of
+// the systems' sections in production (DESIGN.md "Systems as plug-ins"); packages below it
+// take the registry's set from their callers. formats/sections/intree, the same sections as a
+// fixed value, is a test helper: no package but a test helper imports it, so no production
+// path can fall back to it (as serve's PUT /v1/plan and plan load once did).
+func TestInTreeSectionsOnlyInTests(t *testing.T) {
+	const intree = "formats/sections/intree"
+	for from, tos := range imports(t) {
+		if slices.Contains(tos, intree) && !slices.Contains(intreeHelpers, from) {
+			t.Errorf("%s imports %s: take the registry's sections from the caller (internal/systems Registry.Sections)", from, intree)
+		}
+	}
+}
+
 // TestRuleCatches checks the rule on made-up import graphs, so a rule that accepts
 // everything fails here.
 func TestRuleCatches(t *testing.T) {

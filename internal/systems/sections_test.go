@@ -117,9 +117,9 @@ func TestInTreeSystemsRegisterTheirSections(t *testing.T) {
 	}
 }
 
-// formats/sections/intree is the in-tree registry's sections for the packages below the
-// registry (serve's default, benches, data-plane tests): it must be exactly what Default
-// registers, in the same order, or a plan read there would be checked by other rules.
+// formats/sections/intree is the in-tree registry's sections for the tests of packages
+// below the registry: it must be exactly what Default registers, in the same order, or a
+// plan read there would be checked by other rules than in production.
 func TestInTreeSectionsMatchTheRegistry(t *testing.T) {
 	got, want := intree.Sections(), Default().Sections()
 	if !reflect.DeepEqual(got.Systems, want.Systems) {

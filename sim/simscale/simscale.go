@@ -7,7 +7,8 @@
 //
 // The inputs that live under testdata/ (the PPipe fixture hc1-100, the CascadeServe golden
 // plan, the DyOrc MIX workload) are passed in as file contents: the benchmarks read them
-// from testdata/, the bench embeds copies.
+// from testdata/, the bench embeds copies. They are read with the sections the caller gives
+// (the system registry's, which `plan bench speed` hands down; the in-tree set in tests).
 package simscale
 
 import (
@@ -22,7 +23,6 @@ import (
 	"github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
-	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -92,8 +92,8 @@ const (
 // PPipe is the PPipe fixture planJSON (hc1-100: 75 P4 + 25 L4) scaled k-fold
 // (ppipe.ScaledDeployment) at load 0.9 for dur (0: 30 simulated seconds), built as the
 // sweep builds a load point: one seeded source per application, tables presized.
-func PPipe(planJSON []byte, mode string, k int, dur dataplane.Time) (*Case, error) {
-	p, err := formats.DecodeInto[*formats.Plan]("hc1-100.json", planJSON, intree.Sections())
+func PPipe(secs *formats.SectionSet, planJSON []byte, mode string, k int, dur dataplane.Time) (*Case, error) {
+	p, err := formats.DecodeInto[*formats.Plan]("hc1-100.json", planJSON, secs)
 	if err != nil {
 		return nil, err
 	}
@@ -137,8 +137,8 @@ const CascadeBase = 8
 // Cascade is the golden cascade plan planJSON scaled CascadeBase × k-fold
 // (cascade.ScaledDeployment) under Poisson arrivals at half the scaled qps_max for dur (0: 2
 // simulated seconds), run by policy pol (cascade.PolicyGears, cascade.PolicyCocktail, ...).
-func Cascade(planJSON []byte, pol string, k int, dur dataplane.Time) (*Case, error) {
-	p, err := formats.DecodeInto[*formats.Plan]("golden-plan.json", planJSON, intree.Sections())
+func Cascade(secs *formats.SectionSet, planJSON []byte, pol string, k int, dur dataplane.Time) (*Case, error) {
+	p, err := formats.DecodeInto[*formats.Plan]("golden-plan.json", planJSON, secs)
 	if err != nil {
 		return nil, err
 	}
@@ -209,8 +209,8 @@ func QLM(pol string, k int, dur dataplane.Time) (*Case, error) {
 // (0: 60 simulated seconds), run by policy pol ("dyorc" or "dyorc-ray"): half the per-GPU
 // load of the package's tests, at whose load the queues grow over a minute and the cost
 // per event with them.
-func DyOrc(workloadJSON []byte, pol string, k int, dur dataplane.Time) (*Case, error) {
-	doc, err := formats.Decode("workload.json", workloadJSON, intree.Sections())
+func DyOrc(secs *formats.SectionSet, workloadJSON []byte, pol string, k int, dur dataplane.Time) (*Case, error) {
+	doc, err := formats.Decode("workload.json", workloadJSON, secs)
 	if err != nil {
 		return nil, err
 	}

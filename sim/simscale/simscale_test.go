@@ -8,8 +8,12 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
+
+// secs stand in for the system registry's sections (simscale's callers hand theirs down).
+var secs = intree.Sections()
 
 func readTestdata(t *testing.T, path string) []byte {
 	t.Helper()
@@ -31,13 +35,13 @@ func TestCasesScale(t *testing.T) {
 		units int // at 1×
 		unit  string
 	}{
-		{"ppipe", func(k int) (*Case, error) { return PPipe(ppipePlan, ModeBusyUntil, k, dur) }, 100, "gpus"},
-		{"ppipe-interval", func(k int) (*Case, error) { return PPipe(ppipePlan, ModeInterval, k, dur) }, 100, "gpus"},
-		{"ppipe-retain", func(k int) (*Case, error) { return PPipe(ppipePlan, ModeBusyUntilRetain, k, dur) }, 100, "gpus"},
+		{"ppipe", func(k int) (*Case, error) { return PPipe(secs, ppipePlan, ModeBusyUntil, k, dur) }, 100, "gpus"},
+		{"ppipe-interval", func(k int) (*Case, error) { return PPipe(secs, ppipePlan, ModeInterval, k, dur) }, 100, "gpus"},
+		{"ppipe-retain", func(k int) (*Case, error) { return PPipe(secs, ppipePlan, ModeBusyUntilRetain, k, dur) }, 100, "gpus"},
 		{"pard", func(k int) (*Case, error) { return PARD("pard", k, dur) }, 16, "workers"},
 		{"qlm", func(k int) (*Case, error) { return QLM("qlm", k, dur) }, QLMBase, "instances"},
-		{"cascade", func(k int) (*Case, error) { return Cascade(cascadePlan, "cascadeserve", k, dur) }, 2 * CascadeBase, "gpus"},
-		{"dyorc", func(k int) (*Case, error) { return DyOrc(dyorcWL, "dyorc", k, dur) }, 8, "gpus"},
+		{"cascade", func(k int) (*Case, error) { return Cascade(secs, cascadePlan, "cascadeserve", k, dur) }, 2 * CascadeBase, "gpus"},
+		{"dyorc", func(k int) (*Case, error) { return DyOrc(secs, dyorcWL, "dyorc", k, dur) }, 8, "gpus"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -72,7 +76,7 @@ func TestRetainSameOutcome(t *testing.T) {
 	var runs []*sim.Sim
 	var ms []any
 	for _, mode := range []string{ModeBusyUntil, ModeBusyUntilRetain} {
-		c, err := PPipe(plan, mode, 1, 5*dataplane.Second)
+		c, err := PPipe(secs, plan, mode, 1, 5*dataplane.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,11 +112,11 @@ func TestCasesBadInput(t *testing.T) {
 		build func() (*Case, error)
 		want  string
 	}{
-		{"ppipe mode", func() (*Case, error) { return PPipe(ppipePlan, "fast", 1, 0) }, `mode "fast"`},
-		{"ppipe factor", func() (*Case, error) { return PPipe(ppipePlan, ModeBusyUntil, 0, 0) }, "factor 0"},
-		{"ppipe not a plan", func() (*Case, error) { return PPipe(dyorcWL, ModeBusyUntil, 1, 0) }, "hc1-100.json"},
-		{"cascade not cascade", func() (*Case, error) { return Cascade(ppipePlan, "cascadeserve", 1, 0) }, "cascade"},
-		{"dyorc policy", func() (*Case, error) { return DyOrc(dyorcWL, "nope", 1, 0) }, `"nope"`},
+		{"ppipe mode", func() (*Case, error) { return PPipe(secs, ppipePlan, "fast", 1, 0) }, `mode "fast"`},
+		{"ppipe factor", func() (*Case, error) { return PPipe(secs, ppipePlan, ModeBusyUntil, 0, 0) }, "factor 0"},
+		{"ppipe not a plan", func() (*Case, error) { return PPipe(secs, dyorcWL, ModeBusyUntil, 1, 0) }, "hc1-100.json"},
+		{"cascade not cascade", func() (*Case, error) { return Cascade(secs, ppipePlan, "cascadeserve", 1, 0) }, "cascade"},
+		{"dyorc policy", func() (*Case, error) { return DyOrc(secs, dyorcWL, "nope", 1, 0) }, `"nope"`},
 	}
 	for _, c := range cases {
 		if _, err := c.build(); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -1,10 +1,11 @@
-// Package intree is the in-tree systems' part of the file formats in one value: the
-// sections of PPipe, PARD, DyOrc, CascadeServe and QLM as one formats.SectionSet. A plan or a
-// workload is read only with the registered systems' sections (formats.ErrNoSections); the
-// commands take them from the system registry (internal/systems Registry.Sections), which
-// registers exactly these for the five in-tree systems (its tests check that the two agree).
-// Packages below the registry — the simulator's and serve's benchmarks, the data planes'
-// tests — read the bundled plans with this set instead.
+// Package intree is a test helper: the in-tree systems' part of the file formats in one
+// value, the sections of PPipe, PARD, DyOrc, CascadeServe and QLM as one formats.SectionSet,
+// for the tests of packages below the system registry (the data planes', the simulator's,
+// serve's, the planners') that read bundled plans and workloads. Production code takes the
+// sections from the one registry (internal/systems Registry.Sections), handed down where a
+// package sits below it (serve.Options.Sections, load.Options.Sections, bench.Env.Sections):
+// nothing falls back to this set. internal/layering checks that only tests and test-helper
+// packages import it, and internal/systems that it is exactly what the registry registers.
 package intree
 
 import (
