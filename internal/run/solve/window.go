@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/predict"
 	"github.com/plan-dev/plan/internal/system"
@@ -61,7 +63,15 @@ func runWindows(ctx context.Context, a Args, io *run.IO, sys system.System, pl p
 	// for identical inputs.
 	settings.Deterministic = true
 	settings.Progress = nil
+	// The status line: one step per window and the day's peak, naming the rates being
+	// solved and the phase the window is in (the rate lever's re-checks say theirs).
+	total := int(math.Ceil(rates.Span()/w.Window.Seconds()-1e-9)) + 1
+	task := progressline.NewTask(io.Err, io.Quiet, "solve --window", "plans (windows and the day's peak)", total)
+	done := 0
 	solve := func(ctx context.Context, wl *formats.Workload) (*formats.Plan, error) {
+		defer func() { done++; task.Step(done, max(total, done), "") }()
+		at := describeRates(wl)
+		task.Note(fmt.Sprintf("plan %d/%d at %s", done+1, max(total, done+1), at))
 		wi := in
 		wi.Workload = wl
 		refs, err := windowRefs(in.Refs, wl, w.Trace)
@@ -71,7 +81,16 @@ func runWindows(ctx context.Context, a Args, io *run.IO, sys system.System, pl p
 		wi.Refs = refs
 		// Each window's plan is predicted at its peak rates and sized up where it misses,
 		// as plan solve's are (predict.Solve).
-		plan, err := predict.Solve(ctx, a.Systems, pl, wi, settings, a.Arrivals, func(string) {})
+		phase := func(s string) {
+			// The lever's note ends with its phase ("...; solving for 1.25× the rates").
+			if i := strings.LastIndex(s, "; "); i >= 0 {
+				s = s[i+2:]
+			}
+			task.Note(fmt.Sprintf("plan %d/%d at %s: %s", done+1, max(total, done+1), at, s))
+		}
+		settings := settings
+		settings.Status = phase
+		plan, err := predict.Solve(ctx, a.Systems, pl, wi, settings, a.Arrivals, phase)
 		if err != nil {
 			return nil, solveError(withFileNames(err, a.Inputs, sys))
 		}
@@ -84,6 +103,7 @@ func runWindows(ctx context.Context, a Args, io *run.IO, sys system.System, pl p
 	p := schedule.DefaultPeaks
 	p.Quantile, p.Margin = w.PeakQuantile, w.Margin
 	s, err := schedule.Build(ctx, rates, in.Workload, w.Window.Seconds(), p, solve)
+	task.Finish("")
 	if err != nil {
 		return run.UsageError(err)
 	}

@@ -58,6 +58,8 @@ func TestLongCommandsProgress(t *testing.T) {
 		{"bench ppipe", []string{"bench", "ppipe", "--quick", "--hc", "HC1", "--no-ablation", "--trace", "poisson"}, "bench ppipe", 1, true},
 		{"solve", []string{"solve", "--profile", "testdata/ppipe/profile.json", "--cluster", "testdata/ppipe/cluster.yaml", "--workload", "testdata/ppipe/workload.yaml",
 			"-o", filepath.Join(dir, "solved.json")}, "solve ppipe", 0, false},
+		{"solve --window", []string{"solve", "--objective", "cost", "--profile", "testdata/ppipe/profile.json", "--cluster", "testdata/cost/cluster-priced.yaml",
+			"--workload", "testdata/cost/workload.yaml", "--trace", "testdata/schedule/toy-3windows.csv", "--window", "2m", "-o", filepath.Join(dir, "windows.json")}, "solve --window", 1, false},
 		{"solve --search", []string{"solve", "--objective", "cost", "--search", "--profile", "testdata/cost/llm-profile.json", "--cluster", "testdata/cost/cluster-llm.yaml",
 			"--workload", "testdata/cost/workload-llm.yaml", "-o", filepath.Join(dir, "searched.json")}, "solve qlm", 0, true},
 		{"frontier", []string{"frontier", "--profile", "testdata/ppipe/profile.json", "--cluster", "testdata/cost/cluster-priced.yaml",
