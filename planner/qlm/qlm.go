@@ -53,6 +53,9 @@ type Options struct {
 	// AcceptMiss returns a placement whose simulation misses a target (the run's prediction
 	// records it) instead of refusing it (plan solve --accept-miss).
 	AcceptMiss bool
+	// Status, when set, is told the phase (placing, simulating the placement) for a status
+	// line.
+	Status func(string)
 }
 
 // Strategies are the planner's placement algorithms.
@@ -116,6 +119,9 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 			slots = append(slots, instanceSlot{gpu: g.Type, mem: g.MemoryBytes})
 		}
 	}
+	if o.Status != nil {
+		o.Status("finding what one instance of each model serves within its classes' SLOs (simulated)")
+	}
 	load, models, chosen, tp, probs := classLoads(in, w, slots)
 	if len(probs) > 0 {
 		return nil, &planner.InputError{Problems: probs}
@@ -163,6 +169,9 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 			if count[over] == 0 || load[over] >= 2*float64(count[over]) {
 				return nil, overloaded(in, w, over, load, count, chosen, len(slots))
 			}
+		}
+		if o.Status != nil {
+			o.Status(fmt.Sprintf("simulating the placement: %d instances, %g s at the classes' rates", len(q.Instances), float64(verifySeconds)))
 		}
 		res, err := simulate(in.Profiles, qlmsec.ClassesOf(w), q.Instances, nil, verifySeconds, verifySeed, -1)
 		if err != nil {

@@ -115,7 +115,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		}
 		return plan, err
 	}
-	return pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy, MinGPUs: o.f.MinGPUs}, ToolVersion: s.ToolVersion, AcceptMiss: s.AcceptMiss})
+	return pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy, MinGPUs: o.f.MinGPUs}, ToolVersion: s.ToolVersion, AcceptMiss: s.AcceptMiss, Status: s.Status})
 }
 
 // Render prints the instances with their virtual queues, and the groups.
