@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -46,6 +47,9 @@ type JetStreamOptions struct {
 	// leaves the stream when its result is recorded). The embedded server's store shrinks
 	// with it, so --queue-dir does not grow without bound.
 	ResultTTL time.Duration
+	// Logger gets a line per request the opening reconciliation fails or queues again
+	// (reconcile.go; nil: slog.Default()).
+	Logger *slog.Logger
 }
 
 // DefaultLease is the queue's lease (JetStreamOptions.AckWait) unless set; a running
@@ -62,6 +66,9 @@ type JetStreamQueue struct {
 	mu     sync.Mutex
 	h      *jsHandles
 	closed bool
+
+	// reconciled is what the opening reconciliation found (Reconciled).
+	reconciled Reconciled
 }
 
 // jsHandles are one connection's handles on the stream, consumer and status bucket.
@@ -73,8 +80,9 @@ type jsHandles struct {
 }
 
 // OpenJetStream starts the embedded JetStream server on o.Dir (no network listener: the
-// client connects in-process) or connects to o.URL, and creates the stream, consumer and
-// status bucket if they do not exist.
+// client connects in-process) or connects to o.URL, creates the stream, consumer and
+// status bucket if they do not exist, and reconciles the statuses with the stream
+// (reconcile.go): a queue it returns holds no request that cannot end.
 func OpenJetStream(ctx context.Context, o JetStreamOptions) (*JetStreamQueue, error) {
 	if o.AckWait <= 0 {
 		o.AckWait = DefaultLease
@@ -109,7 +117,24 @@ func OpenJetStream(ctx context.Context, o JetStreamOptions) (*JetStreamQueue, er
 		_ = q.Close()
 		return nil, err
 	}
+	r, err := q.reconcile(ctx)
+	if err != nil {
+		_ = q.Close()
+		return nil, fmt.Errorf("%s: reconciling the statuses with the stream: %w", q.where(), err)
+	}
+	q.reconciled = r
 	return q, nil
+}
+
+// Reconciled is what OpenJetStream's reconciliation found.
+func (q *JetStreamQueue) Reconciled() Reconciled { return q.reconciled }
+
+// where names the queue in errors: the flag and its value.
+func (q *JetStreamQueue) where() string {
+	if q.ns == nil {
+		return "--queue-url " + q.o.URL
+	}
+	return "--queue-dir " + q.o.Dir
 }
 
 // dial connects to the server (the embedded one in-process).
@@ -144,7 +169,7 @@ func (q *JetStreamQueue) handles(ctx context.Context) (*jsHandles, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := setupStream(ctx, nc, q.o)
+	h, err := q.setupStream(ctx, nc)
 	if err != nil {
 		nc.Close()
 		return nil, err
@@ -155,7 +180,8 @@ func (q *JetStreamQueue) handles(ctx context.Context) (*jsHandles, error) {
 
 // setupStream creates (or updates: a store from an older server keeps its messages and
 // takes the new lease) the stream, the shared consumer and the status bucket.
-func setupStream(ctx context.Context, nc *nats.Conn, o JetStreamOptions) (*jsHandles, error) {
+func (q *JetStreamQueue) setupStream(ctx context.Context, nc *nats.Conn) (*jsHandles, error) {
+	o := q.o
 	h := &jsHandles{nc: nc}
 	var err error
 	if h.js, err = jetstream.New(nc); err != nil {
@@ -166,8 +192,12 @@ func setupStream(ctx context.Context, nc *nats.Conn, o JetStreamOptions) (*jsHan
 	if err != nil {
 		return nil, fmt.Errorf("queue: stream %s: %w", streamName, err)
 	}
-	h.cons, err = st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: consumerName, AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: o.AckWait, MaxDeliver: o.MaxDeliver, MaxAckPending: 4096})
+	cc := jetstream.ConsumerConfig{Durable: consumerName, AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: o.AckWait, MaxDeliver: o.MaxDeliver, MaxAckPending: 4096}
+	h.cons, err = st.CreateOrUpdateConsumer(ctx, cc)
+	if err != nil && q.setAsideConsumer(ctx, st) {
+		h.cons, err = st.CreateOrUpdateConsumer(ctx, cc)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("queue: consumer %s: %w", consumerName, err)
 	}
@@ -226,8 +256,16 @@ func (q *JetStreamQueue) Enqueue(ctx context.Context, j Job, st Status) error {
 	if err != nil {
 		return err
 	}
-	_, err = h.js.Publish(ctx, subjectRoot+subjectToken(st.Model), b, jetstream.WithMsgID(j.ID))
-	return err
+	if _, err = h.js.Publish(ctx, subjectRoot+subjectToken(st.Model), b, jetstream.WithMsgID(j.ID)); err != nil {
+		// The client is answered 503 and never learns the id; a status left queued would
+		// wait for a message that may never come. Failed, it stays failed even if the
+		// message was stored after all (Lease acks a failed request's message unrun).
+		st.Status = StatusFailed
+		st.Error = &Error{Status: 503, Type: "server_error", Code: LostInQueue, Message: "enqueue: " + err.Error()}
+		_ = q.put(context.WithoutCancel(ctx), st)
+		return err
+	}
+	return nil
 }
 
 // Lease implements Queue, at most once: a job is marked running on disk before it is handed

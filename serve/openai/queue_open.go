@@ -21,6 +21,9 @@ import (
 // below it.
 const DefaultResultTTL = 24 * time.Hour
 
+// queueOpenTimeout bounds one try at opening the queue, its reconciliation included.
+const queueOpenTimeout = 2 * time.Minute
+
 // queueRetry is how long a failure to open the queue is answered without a new try, and how
 // often the open loop tries again.
 const queueRetry = 2 * time.Second
@@ -119,8 +122,11 @@ func (f *Frontend) queue() (Queue, error) {
 	if f.NewQueue != nil {
 		q, err = f.NewQueue()
 	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		q, err = OpenJetStream(ctx, JetStreamOptions{Dir: f.queueDir(), URL: f.QueueURL, AckWait: f.QueueLease, ResultTTL: f.QueueResultTTL})
+		// Opening includes the reconciliation of the statuses with the stream: one read of
+		// each, bounded by queueOpenTimeout.
+		ctx, cancel := context.WithTimeout(context.Background(), queueOpenTimeout)
+		q, err = OpenJetStream(ctx, JetStreamOptions{Dir: f.queueDir(), URL: f.QueueURL, AckWait: f.QueueLease,
+			ResultTTL: f.QueueResultTTL, Logger: f.log()})
 		cancel()
 	}
 	f.qmu.Lock()
@@ -185,7 +191,7 @@ func (f *Frontend) openInBackground() {
 		for {
 			_, err := f.queue()
 			if err == nil {
-				f.log().Info("batch queue open", f.queueWhere()...)
+				f.log().Info("batch queue open", append(f.queueWhere(), f.reconciledAttrs()...)...)
 				break
 			}
 			if !failed {
@@ -211,6 +217,18 @@ func (f *Frontend) queueWhere() []any {
 		return []any{"queue", "in-memory"}
 	}
 	return []any{"queue_dir", f.queueDir()}
+}
+
+// reconciledAttrs are the log attributes of the open queue's reconciliation (reconcile.go).
+func (f *Frontend) reconciledAttrs() []any {
+	f.qmu.Lock()
+	q, _ := f.q.(*JetStreamQueue)
+	f.qmu.Unlock()
+	if q == nil {
+		return nil
+	}
+	r := q.Reconciled()
+	return []any{"pending", r.Pending, "lost", r.Lost, "restored", r.Restored}
 }
 
 // log is the server's logger (slog's default before Routes).
