@@ -28,7 +28,7 @@ func CostPlot(title, xLabel, currency string, curves []Curve) (*plot.Plot, error
 		if len(xy) == 0 {
 			continue
 		}
-		if err := AddSeries(p, c.Name, xy, palette[i%len(palette)]); err != nil {
+		if err := AddSeriesNth(p, c.Name, xy, palette[i%len(palette)], i); err != nil {
 			return nil, err
 		}
 	}

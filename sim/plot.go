@@ -97,7 +97,7 @@ func AttainmentPlotTarget(title string, curves []Curve, target float64) (*plot.P
 			xy[j].X, xy[j].Y = c.Loads[j], 100*c.Values[j]
 			xmin, xmax = min(xmin, c.Loads[j]), max(xmax, c.Loads[j])
 		}
-		if err := AddSeries(p, c.Name, xy, palette[i%len(palette)]); err != nil {
+		if err := AddSeriesNth(p, c.Name, xy, palette[i%len(palette)], i); err != nil {
 			return nil, err
 		}
 	}
@@ -194,13 +194,31 @@ func saveCanvases(dir, base string, w, h vg.Length, drawTo func(dc draw.Canvas))
 // AddSeries adds xy to p as a line with a dot at every point, in col, named name in the
 // legend: the one style the simulator's and the benches' plots draw a series in.
 func AddSeries(p *plot.Plot, name string, xy plotter.XYs, col color.Color) error {
+	return AddSeriesNth(p, name, xy, col, 0)
+}
+
+// seriesGlyphs and seriesDashes tell the n-th series of a plot from the others where their
+// lines coincide (a least-cost fleet that is the single-type one, a schedule whose
+// attainment equals the peak plan's): a later series is drawn over an earlier one, so it is
+// dashed, narrower and marked with another glyph, and the earlier one shows through.
+var (
+	seriesGlyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}, draw.RingGlyph{}, draw.PlusGlyph{}}
+	seriesDashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}}
+)
+
+// AddSeriesNth adds the n-th series (0-based) of p: AddSeries's line and points, with the
+// n-th glyph, dash pattern and a width that narrows with n, so coinciding series stay
+// visible.
+func AddSeriesNth(p *plot.Plot, name string, xy plotter.XYs, col color.Color, n int) error {
 	l, pts, err := plotter.NewLinePoints(xy)
 	if err != nil {
 		return err
 	}
+	n = max(n, 0)
 	l.Color, pts.Color = col, col
-	l.Width = vg.Points(1.5)
-	pts.Shape = draw.CircleGlyph{}
+	l.Width = vg.Points(max(1.5-0.25*float64(n), 0.75))
+	l.Dashes = seriesDashes[n%len(seriesDashes)]
+	pts.Shape = seriesGlyphs[n%len(seriesGlyphs)]
 	pts.Radius = vg.Points(2)
 	p.Add(l, pts)
 	p.Legend.Add(name, l, pts)

@@ -78,6 +78,21 @@ func SLOMarks(dep *dataplane.Deployment, classes []LLMClass, ttft bool) []SLOMar
 // axis (token timings span milliseconds to minutes; samples are clamped to ≥ 1 µs), with a
 // dashed line at each SLO of slos (in its class's colour) and at each target share.
 func CDFPlot(title, xLabel string, classes []string, samples map[string][]float64, slos []SLOMark) (*plot.Plot, error) {
+	return CDFPlotColored(title, xLabel, classes, samples, slos, nil)
+}
+
+// seriesColor is name's colour: colors' where it gives one, else the i-th of the cycle.
+func seriesColor(colors map[string]color.Color, name string, i int) color.Color {
+	if c, ok := colors[name]; ok {
+		return c
+	}
+	return palette[i%len(palette)]
+}
+
+// CDFPlotColored is CDFPlot with each class in colors[class] where given (AppColors: the
+// colour the timeline draws its requests in, so a class looks the same in every figure of
+// a report); the others, and "all", take the cycle's.
+func CDFPlotColored(title, xLabel string, classes []string, samples map[string][]float64, slos []SLOMark, colors map[string]color.Color) (*plot.Plot, error) {
 	p := plot.New()
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = ticks125{}
@@ -103,11 +118,11 @@ func CDFPlot(title, xLabel string, classes []string, samples map[string][]float6
 			// A step: the CDF jumps at each sample.
 			xy = append(xy, plotter.XY{X: x, Y: 100 * float64(j) / float64(len(xs))}, plotter.XY{X: x, Y: 100 * float64(j+1) / float64(len(xs))})
 		}
-		if err := addLine(p, xy, palette[i%len(palette)], vg.Points(1.5), name); err != nil {
+		if err := addLine(p, xy, seriesColor(colors, name, i), vg.Points(1.5), name); err != nil {
 			return nil, err
 		}
 	}
-	if err := addSLOMarks(p, names, samples, slos); err != nil {
+	if err := addSLOMarks(p, names, samples, slos, colors); err != nil {
 		return nil, err
 	}
 	p.Add(plotter.NewGrid())
@@ -144,7 +159,7 @@ func (ticks125) Ticks(lo, hi float64) []plot.Tick {
 // addSLOMarks draws slos on a CDF whose curves are names (palette order): a vertical line
 // per class's bound in the class's colour (grey when the class has no curve), and one
 // horizontal line per distinct target share.
-func addSLOMarks(p *plot.Plot, names []string, samples map[string][]float64, slos []SLOMark) error {
+func addSLOMarks(p *plot.Plot, names []string, samples map[string][]float64, slos []SLOMark, colors map[string]color.Color) error {
 	if len(slos) == 0 {
 		return nil
 	}
@@ -168,7 +183,7 @@ func addSLOMarks(p *plot.Plot, names []string, samples map[string][]float64, slo
 		col := color.Color(color.Gray{0x60})
 		for i, n := range names {
 			if n == m.Class {
-				col = palette[i%len(palette)]
+				col = seriesColor(colors, n, i)
 			}
 		}
 		targetStyle(l, col)

@@ -253,3 +253,33 @@ func TestTimelineWindowRun(t *testing.T) {
 		}
 	}
 }
+
+// TestCoincidentSeriesStayVisible: two series on the same points are drawn apart — the
+// second dashed, narrower, with another glyph — so the first shows through; an LLM class
+// has one colour in the timeline and the CDFs (AppColors).
+func TestCoincidentSeriesStayVisible(t *testing.T) {
+	same := []float64{1, 0.95}
+	p, err := AttainmentPlot("t", []Curve{{Name: "least-cost", Loads: []float64{0.5, 1}, Values: same}, {Name: "single type", Loads: []float64{0.5, 1}, Values: same}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := SavePlot(p, dir, "c", 16*vg.Centimeter, 10*vg.Centimeter); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "c.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(svg), "stroke-dasharray") {
+		t.Error("the second of two coinciding series is not dashed")
+	}
+	dep := &dataplane.Deployment{Apps: []dataplane.App{{Name: "chat"}, {Name: "batch"}}}
+	c := AppColors(dep)
+	if c["chat"] != palette[appColorIndex(0, 0)] || c["batch"] != palette[appColorIndex(1, 0)] || c["chat"] == c["batch"] {
+		t.Errorf("class colours %v: want the timeline's per app", c)
+	}
+	if seriesColor(c, "batch", 0) != c["batch"] || seriesColor(c, "all", 2) != palette[2] {
+		t.Error("CDF series colours do not follow the classes'")
+	}
+}

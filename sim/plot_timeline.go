@@ -118,6 +118,26 @@ func TimelineRows(dep *dataplane.Deployment) int {
 
 // seriesName names the colour of a batch's (app, pipeline): the app alone when it has one
 // pipeline (or none), else "app p<N>".
+// appColorIndex is the palette index an app's (pipeline's) requests are drawn in: the
+// timeline's bars and, through AppColors, the LLM report's CDFs, so one class is one colour
+// in every figure.
+func appColorIndex(app dataplane.AppID, pipeline int) int {
+	return (max(pipeline, 0) + int(app)*3) % len(palette)
+}
+
+// AppColors maps each app of dep (an LLM deployment's classes) to the colour the timeline
+// draws its requests in.
+func AppColors(dep *dataplane.Deployment) map[string]color.Color {
+	out := map[string]color.Color{}
+	if dep == nil {
+		return out
+	}
+	for i, a := range dep.Apps {
+		out[a.Name] = palette[appColorIndex(dataplane.AppID(i), 0)]
+	}
+	return out
+}
+
 func seriesName(dep *dataplane.Deployment, app dataplane.AppID, pl int, multi map[dataplane.AppID]bool) string {
 	name := fmt.Sprintf("app %d", app)
 	if int(app) < len(dep.Apps) {
@@ -193,7 +213,7 @@ func timelinePlot(title string, e *dataplane.Engine, from, to dataplane.Time, li
 			st := dep.Stages[h.Stage]
 			// The batch's app, not the stage's: a shared stage (QLM's LLM instances)
 			// serves several apps, and a batch holds one app's requests.
-			ci := (max(st.Pipeline, 0) + int(b.App)*3) % len(palette)
+			ci := appColorIndex(b.App, st.Pipeline)
 			sp := hopSpan{s: ms(max(h.Start, from)), e: ms(min(h.End, to)), os: -1, c: palette[ci]}
 			nm := seriesName(dep, b.App, st.Pipeline, multi)
 			if _, ok := names[ci]; !ok {

@@ -92,7 +92,7 @@ func writeTokenCDFs(cfg *sim.SweepConfig, rep *sim.Report, dir string, load floa
 		samples    map[string][]float64
 		slos       []sim.SLOMark
 	}{{"ttft_cdf", "time to first token (ms)", ts.TTFT, sim.SLOMarks(cfg.Dep, cfg.LLM, true)}, {"tpot_cdf", "time per output token (ms)", ts.TPOT, sim.SLOMarks(cfg.Dep, cfg.LLM, false)}} {
-		pl, err := sim.CDFPlot(fmt.Sprintf("%s at load %.2f: %s", rep.Plan, load, f.what), f.what, ts.Classes, f.samples, f.slos)
+		pl, err := sim.CDFPlotColored(fmt.Sprintf("%s at load %.2f: %s", rep.Plan, load, f.what), f.what, ts.Classes, f.samples, f.slos, sim.AppColors(cfg.Dep))
 		if err != nil {
 			return nil, err
 		}
