@@ -153,9 +153,9 @@ func TestEngineFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			args := instance{engine: e, in: in}.args()
-			// The flags after vLLM's sizing ones (model, backend, TP, sequences, context,
-			// token budget, block size).
-			got := args[8:]
+			// The flags after vLLM's sizing ones (model name and id, served name, backend,
+			// TP, sequences, context, token budget, block size).
+			got := args[9:]
 			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
 				t.Errorf("args %q\nwant %q", got, tc.want)
 			}

@@ -194,6 +194,8 @@ type instance struct {
 	unit   string
 	gpus   []int
 	engine Engine
+	// served are the OpenAI model names the instance answers requests by (servedNames).
+	served []string
 }
 
 // params are an instance's recorded parameters.
@@ -293,7 +295,8 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 				return nil, fmt.Errorf("%s.queue[%d]: %q: not in qlm.groups", f, j, id)
 			}
 		}
-		it := instance{index: i, in: in, unit: export.DNSLabel(o.Name + "-" + in.Name), gpus: gpus, engine: eng}
+		it := instance{index: i, in: in, unit: export.DNSLabel(o.Name + "-" + in.Name), gpus: gpus, engine: eng,
+			served: servedNames(in, q.Groups, l.rec.Classes)}
 		if other, dup := units[it.unit]; dup {
 			return nil, fmt.Errorf("%s.name: %q: exported as %s, as is %s (rename the instance, or pass --name)", f, in.Name, it.unit, other)
 		}
@@ -309,6 +312,37 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// servedNames are the OpenAI model names an instance's requests arrive by, as `plan serve`
+// answers them: its QLM front end serves each of the workload's classes as a model of the
+// class's name (dataplane/qlm: an application per class), so the classes of the instance's
+// model — those of its virtual queue first, in queue order (the one it serves at start),
+// then the model's others in workload order (a re-plan may move their groups to it). A
+// model no class names is served by its own name.
+func servedNames(in qlmsec.QLMInstance, groups []qlmsec.QLMGroup, classes []qlmsec.LLMClass) []string {
+	var names []string
+	add := func(n string) {
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, id := range in.Queue {
+		for _, g := range groups {
+			if g.ID == id && g.Model == in.Model {
+				add(g.Class)
+			}
+		}
+	}
+	for _, c := range classes {
+		if c.Model == in.Model {
+			add(c.Name)
+		}
+	}
+	if len(names) == 0 {
+		return []string{in.Model}
+	}
+	return names
 }
 
 // profileFor is model's LLM profile on count GPUs of type gpu, and its path in the plan.

@@ -484,7 +484,7 @@ func TestEngineSettingsExported(t *testing.T) {
 				t.Fatal(err)
 			}
 			args := instance{engine: e, in: qlmsec.QLMInstance{Model: "m"}}.args()
-			got := strings.Join(args[4:], " ")
+			got := strings.Join(args[5:], " ")
 			if got != strings.Join(tc.want, " ") {
 				t.Errorf("args %s\nwant %s", got, strings.Join(tc.want, " "))
 			}

@@ -230,7 +230,7 @@ func engineFromArgs(args []string) (Engine, error) {
 			return Engine{}, fmt.Errorf("argument %q: not --name=value", a)
 		}
 		switch k {
-		case "model_name", "backend":
+		case "model_name", "served-model-name", "backend":
 			continue
 		case "model_id":
 			m["model"] = json.RawMessage(strconv.Quote(v))

@@ -93,10 +93,16 @@ func tritonFiles(l *layout) (export.Files, error) {
 }
 
 // args are an engine's KServe huggingface-runtime container arguments: the runtime's own
-// (model name, model id, backend) and vLLM's engine arguments in CLI form.
+// (model name, model id, backend) and vLLM's engine arguments in CLI form. The model name
+// is the first of the names `plan serve` answers the instance's requests by (servedNames),
+// so a client moves between the two unchanged: KServe's OpenAI routes take a request's
+// model as the name the server registered (--model_name, one per server), and vLLM's
+// --served-model-name makes the engine answer, and label its vllm: metrics (the KEDA
+// query's model_name), by the same name instead of the Hugging Face id.
 func (in instance) args() []string {
 	e := in.engine
-	a := []string{"--model_name=" + in.in.Model, "--model_id=" + e.Model, "--backend=vllm",
+	name := in.servedName()
+	a := []string{"--model_name=" + name, "--model_id=" + e.Model, "--served-model-name=" + name, "--backend=vllm",
 		"--tensor-parallel-size=" + strconv.Itoa(e.TensorParallelSize)}
 	if e.GPUMemoryUtilization != 0 {
 		a = append(a, "--gpu-memory-utilization="+strconv.FormatFloat(e.GPUMemoryUtilization, 'g', -1, 64))
@@ -142,6 +148,33 @@ func (in instance) args() []string {
 
 func annotation(key string) string { return "plan.dev/" + key }
 
+// servedLine says which OpenAI model name an instance's service answers: `plan serve`'s
+// name for its class, and for an instance of several classes, that KServe routes one.
+func servedLine(in instance) string {
+	name := in.servedName()
+	if len(in.served) <= 1 {
+		return fmt.Sprintf("for model %q, the name `plan serve` answers this instance's requests by.", name)
+	}
+	return fmt.Sprintf("for model %q, the name `plan serve` answers them by; KServe routes one model name per server, so requests of %s (classes of the same model, this same engine) name %q here, or go through the queue coordinator.",
+		name, strings.Join(quoteAll(in.served[1:]), ", "), name)
+}
+
+// servedName is the name an instance's service registers: the first of servedNames.
+func (in instance) servedName() string {
+	if len(in.served) == 0 {
+		return in.in.Model
+	}
+	return in.served[0]
+}
+
+func quoteAll(ss []string) []string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return q
+}
+
 // kserveFiles renders one InferenceService per instance, or per role of a disaggregated
 // plan with a replica per instance (roles.go).
 func kserveFiles(l *layout) (export.Files, error) {
@@ -176,8 +209,9 @@ func kserveFiles(l *layout) (export.Files, error) {
 			return nil, err
 		}
 		head := export.Comment(g.describe(),
-			"The huggingface runtime's vLLM backend answers the OpenAI-compatible API (completions, chat completions);",
-			"set --model_id to the weights (a Hugging Face id). The pod is not pinned to qlm.gpus; "+replicas+".",
+			"The huggingface runtime's vLLM backend answers the OpenAI-compatible API (completions, chat completions)",
+			servedLine(in)+" It loads --model_id="+in.engine.Model+" (the profile's hf_model, or the catalogue's id for the model).",
+			"The pod is not pinned to qlm.gpus; "+replicas+".",
 			fmt.Sprintf("%s is the plan record a queue coordinator needs (groups, virtual queues, SLOs).", annotation(ParamPlan)),
 			"KServe cannot express "+Unsupported+".")
 		if err := put(f, "inferenceservice-"+g.unit+".yaml", append(head, b...)); err != nil {
