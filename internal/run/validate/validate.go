@@ -137,7 +137,11 @@ func runFiles(ctx context.Context, a Args, io *run.IO, use formats.ProfileUse) e
 			}
 			continue
 		}
-		doc, err := formats.Parse(name, data, a.Systems.Sections())
+		// Unknown fields and the rules the rest of the file breaks, in one run.
+		doc, unknown, err := formats.ParseBeyondUnknown(name, data, a.Systems.Sections())
+		if len(unknown) > 0 {
+			add(i, unknown)
+		}
 		if err != nil && use != formats.UsePlan {
 			// A profile for another use may leave out what only a planner reads.
 			if p, perr := formats.ParseProfileFor(name, data, use); perr == nil {
