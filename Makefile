@@ -59,7 +59,7 @@ NATIVE_PARTS := 0 1 2 3 4 5 6 7
 # solver's work found running go in the hot parts, compiled with NATIVE_CFLAGS; the rest (57%
 # of the code, 0.33% of the engine's samples) go in the others, compiled with
 # NATIVE_COLD_CFLAGS (-O1). `make native` 335 -> 268 CPU-s on a 2-core VM, the engine's
-# instructions unchanged or fewer (bench/RESULTS.md, 2026-11-27).
+# instructions unchanged or fewer (bench/results/ci.md, 2026-11-27).
 NATIVE_HOT_LIST  := solver/internal/highs/w2cgen/hot.txt
 NATIVE_HOT_PARTS := 0 1 2 3
 NATIVE_COLD_OBJS := $(patsubst %,$(NATIVE_DIR)/highs_%.o,$(filter-out $(NATIVE_HOT_PARTS),$(NATIVE_PARTS)))
@@ -83,7 +83,7 @@ NATIVE_COLD_CFLAGS ?= $(patsubst -O3,-O1,$(NATIVE_CFLAGS))
 # per iteration on the hc2-g1 LP relaxation and 0.96-1.01x on the small demo model (CPU time,
 # medians of rounds paired with the reference; 1.20-1.26x and 1.07-1.19x before w2cgen's
 # cached memory base, forced reads in SSE registers, stack check without a frame pointer and
-# -fno-math-errno: bench/RESULTS.md); bounds is slower still (1.50-1.54x was measured against
+# -fno-math-errno: bench/results/solver.md); bounds is slower still (1.50-1.54x was measured against
 # a reference built without -ffp-contract=off, so against the matched reference it is higher).
 NATIVE_MEMCHECK ?= guard
 NATIVE_JOBS  ?= $(shell nproc 2>/dev/null || echo 2)

@@ -17,7 +17,7 @@
 # 3 of 5 files took 1777 against 1858 iterations), so a time per iteration compares different
 # work. Measured this way the native engine (guard) runs at 1.08-1.10x this
 # HiGHS per iteration on the hc2-g1 LP relaxation and 0.96-1.01x on the small demo
-# model (CPU time; on a shared machine, wall-clock time spreads wider: bench/RESULTS.md).
+# model (CPU time; on a shared machine, wall-clock time spreads wider: bench/results/solver.md).
 #
 # ENGINE=FILE compares: FILE is `go test -bench BenchmarkLPFile ./solver/` output for the same
 # files; the script prints engine/native per iteration for each file and engine, and refuses
