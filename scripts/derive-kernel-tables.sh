@@ -14,7 +14,13 @@
 #                           (power_law_1.01: real routers are not uniform) of the weight
 #                           dtypes the step model plans (bfloat16, fp8, w4a16_mxfp4, nvfp4):
 #                           moe_dtype, num_tokens, hidden_size, inter_size, topk,
-#                           num_experts, moe_tp_size, moe_ep_size, latency
+#                           num_experts, moe_tp_size, moe_ep_size, latency; and
+#                           fp8_block (DeepSeek-style 128x128 block FP8)
+#   mla_context_module,     DeepSeek-V3's whole attention block per layer (projections, MLA
+#   mla_generation_module   kernel), BF16 compute, BF16 and block-FP8 projections: the
+#                           fastest measured backend per shape (vLLM's backends are a
+#                           choice): gemm_type, kv_cache_dtype, num_heads, batch_size,
+#                           isl or step, latency (H100, H200, B200, L40S; none for A100)
 # Columns the A100 tables drop as constant (head_dim 128, kv_cache_dtype bfloat16,
 # gemm_dtype bfloat16) are written back so every GPU's files have one schema. Repeated
 # measurements of one shape (A100 context attention) are averaged. Output is gzip -n (no
@@ -62,8 +68,23 @@ for sys in h100_sxm h200_sxm b200_sxm a100_sxm l40s; do
 		("version" in c) && $c["version"]!="0.24.0" { next }
 		$c["distribution"]!="power_law_1.01" { next }
 		{ d = ("moe_dtype" in c) ? $c["moe_dtype"] : "bfloat16"
-		  if (d=="bfloat16" || d=="fp8" || d=="w4a16_mxfp4" || d=="nvfp4")
+		  if (d=="bfloat16" || d=="fp8" || d=="fp8_block" || d=="w4a16_mxfp4" || d=="nvfp4")
 			print d,$c["num_tokens"],$c["hidden_size"],$c["inter_size"],$c["topk"],$c["num_experts"],$c["moe_tp_size"],$c["moe_ep_size"],$c["latency"] }' \
 		"$src/${sys}__moe.csv" | gzip -9 -n >"$out/${sys}__moe.csv.gz"
+	for phase in context generation; do
+		f="$src/${sys}__mla_${phase}_module.csv"
+		[ -f "$f" ] || continue
+		axis=isl
+		[ "$phase" = generation ] && axis=step
+		awk -F, -v OFS=, -v axis="$axis" '
+			NR==1 { for (i=1;i<=NF;i++) c[$i]=i; print "gemm_type,kv_cache_dtype,num_heads,batch_size," axis ",latency"; next }
+			("mla_dtype" in c) && $c["mla_dtype"]!="bfloat16" { next }
+			{ g = $c["gemm_type"]; if (g!="bfloat16" && g!="fp8_block") next
+			  kd = ("kv_cache_dtype" in c) ? $c["kv_cache_dtype"] : "bfloat16"
+			  key = g OFS kd OFS $c["num_heads"] OFS $c["batch_size"] OFS $c[axis]
+			  if (!(key in best)) { order[++nk]=key; best[key]=$c["latency"] }
+			  else if ($c["latency"]+0 < best[key]+0) best[key]=$c["latency"] }
+			END { for (i=1;i<=nk;i++) print order[i], best[order[i]] }' "$f" | gzip -9 -n >"$out/${sys}__mla_${phase}.csv.gz"
+	done
 done
 du -cb "$out"/*.gz | tail -1

@@ -64,7 +64,13 @@ const (
 	TableGenAttn     = "generation_attention" // batch_size, num_heads, num_key_value_heads, step
 	TableAllReduce   = "custom_allreduce"     // num_gpus, message_size
 	TableNCCL        = "nccl"                 // num_gpus, message_size
+	TableMLAContext  = "mla_context"          // num_heads, batch_size, isl
+	TableMLAGen      = "mla_generation"       // num_heads, batch_size, step
 )
+
+// optionalTables are measured on some GPUs only (DeepSeek's latent attention: not on the
+// A100 in vLLM's module form).
+var optionalTables = map[string]bool{TableMLAContext: true, TableMLAGen: true}
 
 // tableSpec says how a derived file splits into grids: the columns that name a slice
 // (categorical), the numeric axes and how latency grows past each axis's largest value.
@@ -80,6 +86,8 @@ var specs = map[string]tableSpec{
 	TableGenAttn:     {key: []string{"head_dim", "kv_cache_dtype"}, axes: []string{"batch_size", "num_heads", "num_key_value_heads", "step"}, grow: []float64{1, 0.5, 1, 1}},
 	TableAllReduce:   {key: []string{"kernel_source"}, axes: []string{"num_gpus", "message_size"}, grow: []float64{1, 1}},
 	TableNCCL:        {key: []string{"op_name"}, axes: []string{"num_gpus", "message_size"}, grow: []float64{1, 1}},
+	TableMLAContext:  {key: []string{"gemm_type", "kv_cache_dtype"}, axes: []string{"num_heads", "batch_size", "isl"}, grow: []float64{1, 1, 2}},
+	TableMLAGen:      {key: []string{"gemm_type", "kv_cache_dtype"}, axes: []string{"num_heads", "batch_size", "step"}, grow: []float64{1, 1, 1}},
 	TableMoE:         {key: []string{"moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"}, axes: []string{"num_tokens"}, grow: []float64{1}},
 }
 
@@ -104,7 +112,12 @@ func Load(gpu string) (*Tables, error) {
 		return t, nil
 	}
 	t := &Tables{GPU: name, System: sys, slices: map[string]*grid{}}
-	for _, table := range []string{TableGEMM, TableContextAttn, TableGenAttn, TableAllReduce, TableNCCL, TableMoE} {
+	for _, table := range []string{TableGEMM, TableContextAttn, TableGenAttn, TableAllReduce, TableNCCL, TableMoE, TableMLAContext, TableMLAGen} {
+		if optionalTables[table] {
+			if _, err := data.ReadFile("data/" + sys + "__" + table + ".csv.gz"); err != nil {
+				continue
+			}
+		}
 		if err := t.read(table); err != nil {
 			return nil, err
 		}

@@ -19,6 +19,8 @@ const TableMoE = "moe" // num_tokens
 const (
 	MXFP4 DType = "w4a16_mxfp4" // MXFP4 weights, 16-bit activations (gpt-oss checkpoints)
 	NVFP4 DType = "nvfp4"       // NVFP4 weights and activations (Blackwell only)
+	// FP8Block is 128×128 block-scaled FP8 weights (DeepSeek's checkpoints).
+	FP8Block DType = "fp8_block"
 )
 
 // MoEShape is one fused-MoE layer as the tables key it: the model's sizes (before any
@@ -71,7 +73,7 @@ func ExpectedDistinctExperts(experts, topk int, tokens float64) float64 {
 // block scales).
 func weightBytes(dt DType) float64 {
 	switch dt {
-	case FP8:
+	case FP8, FP8Block:
 		return 1
 	case MXFP4, NVFP4:
 		return 0.53

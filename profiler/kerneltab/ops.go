@@ -86,6 +86,32 @@ func (t *Tables) GenerationAttentionUs(batch, heads, kvHeads, headDim int, kv DT
 	return us * f, p, err
 }
 
+// MLAContextUs is one DeepSeek-V3 attention block (its latent projections, the MLA kernel
+// and the output projection, vLLM's model code) prefilling batch sequences of isl tokens
+// each on one GPU holding heads of the 128 heads, projections in gemm (bfloat16 or
+// fp8_block), KV cache in kv.
+func (t *Tables) MLAContextUs(gemm DType, kv DType, heads, batch, isl int) (float64, Point, error) {
+	if batch <= 0 || isl <= 0 {
+		return 0, Point{Table: TableMLAContext}, nil
+	}
+	return t.lookup(TableMLAContext, string(gemm)+"/"+string(kv), []float64{float64(heads), float64(batch), float64(isl)})
+}
+
+// MLAGenerationUs is one DeepSeek-V3 attention block decoding batch sequences whose caches
+// hold step tokens each.
+func (t *Tables) MLAGenerationUs(gemm DType, kv DType, heads, batch int, step float64) (float64, Point, error) {
+	if batch <= 0 {
+		return 0, Point{Table: TableMLAGen}, nil
+	}
+	return t.lookup(TableMLAGen, string(gemm)+"/"+string(kv), []float64{float64(heads), float64(batch), max(step, 2)})
+}
+
+// HasMLA reports whether the GPU's tables hold DeepSeek's attention block.
+func (t *Tables) HasMLA() bool {
+	_, ok := t.slices[TableMLAGen+"/"+string(BF16)+"/"+string(BF16)]
+	return ok
+}
+
 // AllReduceUs is vLLM's tensor-parallel all-reduce (tensor_model_parallel_all_reduce: its
 // custom one-shot/two-shot kernel where vLLM uses it, its fallback beyond) of elements BF16
 // values across tp GPUs, captured in a CUDA graph (decode and small steps) or eager.

@@ -125,3 +125,49 @@ func TestMoEStep(t *testing.T) {
 		t.Errorf("gpt-oss as fp8: %v", err)
 	}
 }
+
+// TestDeepSeekV3: the latent-attention config reads as published — 671B parameters, the KV
+// cache 61 layers × (512 + 64) values a token, whole on every GPU — plans on eight H200s
+// and eight B200s (its 671 GB of block-FP8 weights fit neither eight H100s nor A100s), and
+// on the H200 its attention is NVIDIA's measured DeepSeek-V3 block, its experts the measured
+// block-FP8 MoE at the model's shape.
+func TestDeepSeekV3(t *testing.T) {
+	m, err := Lookup("deepseek-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := m.ShapeParams() / 1e9 / 671; r < 0.98 || r > 1.02 || m.MLA == nil || !m.BlockFP8 || m.Weights != WeightsFP8 || m.MoE.DenseLayers != 3 {
+		t.Fatalf("%.1fB parameters (×%.3f of 671B), %+v %+v", m.ShapeParams()/1e9, r, m.MLA, m.MoE)
+	}
+	if got := m.KVBytesPerToken(); got != 61*576*2 {
+		t.Errorf("KV %d bytes a token, want %d", got, 61*576*2)
+	}
+	for _, g := range []string{"H100", "A100"} {
+		if _, err := EstimateModel(m, g, 8, roofline.LinkAuto, "", 0); err == nil {
+			t.Errorf("%s: 671 GB fits eight", g)
+		}
+	}
+	h200, _ := gpus.Lookup("H200")
+	for _, g := range []string{"H200", "B200"} {
+		p, err := EstimateModel(m, g, 8, roofline.LinkAuto, "", 0)
+		if err != nil {
+			t.Fatalf("%s: %v", g, err)
+		}
+		if p.KVCapacityTokens < 100000 {
+			t.Errorf("%s: %d KV tokens", g, p.KVCapacityTokens)
+		}
+	}
+	d, err := NewDeployment(m, h200, 8, roofline.LinkAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := d.Decode(64, 2048)
+	var attn, moe bool
+	for _, s := range b.Sources {
+		attn = attn || (s.Term == "attention" && strings.HasPrefix(s.Point.String(), "mla_generation[fp8_block/bfloat16] num_heads=16 batch_size=64"))
+		moe = moe || (s.Term == "moe" && strings.Contains(s.Point.String(), "fp8_block/7168/2048/8/256/8/1") && s.Point.ScaledFrom == "")
+	}
+	if !attn || !moe || b.MoE <= 0 || b.Attention <= 0 {
+		t.Errorf("DeepSeek-V3 on 8 × H200, decode of 64: attention measured %v, experts measured %v: %+v", attn, moe, b.Sources)
+	}
+}

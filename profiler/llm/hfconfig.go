@@ -18,15 +18,12 @@ var denseTypes = []string{"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma",
 
 // moeTypes are the mixture-of-experts families: the same attention, and MLPs that route
 // each token to top-k experts (Mixtral, Qwen-MoE, Llama-4, gpt-oss, Phi-MoE, OLMoE).
-var moeTypes = []string{"mixtral", "qwen2_moe", "qwen3_moe", "llama4_text", "gpt_oss", "phimoe", "olmoe"}
+var moeTypes = []string{"mixtral", "qwen2_moe", "qwen3_moe", "llama4_text", "gpt_oss", "phimoe", "olmoe", "deepseek_v2", "deepseek_v3", "kimi_k2"}
 
 // wrapperTypes hold their language model's config under text_config (multimodal
 // checkpoints whose text decoder is what serves tokens).
 var wrapperTypes = []string{"llama4", "gemma3", "mistral3"}
 
-// mlaFields name a multi-head-latent-attention config (DeepSeek-V2/V3, Kimi-K2): a KV
-// layout the step model does not describe.
-var mlaFields = []string{"kv_lora_rank"}
 
 // hfConfig is the part of a Hugging Face config.json the step model reads.
 type hfConfig struct {
@@ -59,6 +56,12 @@ type hfConfig struct {
 	MLPOnlyLayers     []int `json:"mlp_only_layers"`                 // Qwen-MoE
 	InterleaveMoEStep *int  `json:"interleave_moe_layer_step"`       // Llama-4
 	IntermediateMLP   *int  `json:"intermediate_size_mlp"`           // Llama-4 dense layers
+	// Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2).
+	QLoraRank  *int `json:"q_lora_rank"`
+	KVLoraRank *int `json:"kv_lora_rank"`
+	QKNope     *int `json:"qk_nope_head_dim"`
+	QKRope     *int `json:"qk_rope_head_dim"`
+	VHeadDim   *int `json:"v_head_dim"`
 }
 
 // ReadConfigs reads every config a path names: a config.json file, or a directory holding
@@ -162,11 +165,6 @@ func ReadConfig(file, name string, data []byte) (Model, error) {
 			c.QuantizationConfig = top.QuantizationConfig
 		}
 	}
-	for _, f := range mlaFields {
-		if v, ok := raw[f]; ok && string(v) != "null" {
-			return Model{}, bad(prefix+f, string(v), "multi-head latent attention (DeepSeek-V3, Kimi-K2): its KV layout is not modelled yet")
-		}
-	}
 	if c.ModelType == "" {
 		return Model{}, bad(prefix+"model_type", `""`, "missing: the architecture must be named")
 	}
@@ -233,7 +231,12 @@ func ReadConfig(file, name string, data []byte) (Model, error) {
 			}
 		}
 	}
-	if m.Weights, err = readQuantization(c.QuantizationConfig, func(f string, v any, r string) error { return bad(f, v, r) }); err != nil {
+	if c.KVLoraRank != nil {
+		if err := readMLA(&m, c, need); err != nil {
+			return Model{}, err
+		}
+	}
+	if m.Weights, m.BlockFP8, err = readQuantization(c.QuantizationConfig, func(f string, v any, r string) error { return bad(f, v, r) }); err != nil {
 		return Model{}, err
 	}
 	if m.Weights == WeightsMXFP4 && m.MoE == nil {
@@ -358,16 +361,48 @@ func readMoE(m *Model, c hfConfig, bad func(string, any, string) error, need fun
 	return nil
 }
 
+// readMLA reads a latent-attention config's ranks (kv_lora_rank, qk_nope_head_dim,
+// qk_rope_head_dim, v_head_dim required; q_lora_rank null or absent where the query is
+// projected at full rank, as in DeepSeek-V2-Lite).
+func readMLA(m *Model, c hfConfig, need func(string, *int, int) (int, error)) error {
+	a := &MLA{}
+	var err error
+	if a.KVLoraRank, err = need("kv_lora_rank", c.KVLoraRank, 1); err != nil {
+		return err
+	}
+	if a.QKNope, err = need("qk_nope_head_dim", c.QKNope, 1); err != nil {
+		return err
+	}
+	if a.QKRope, err = need("qk_rope_head_dim", c.QKRope, 1); err != nil {
+		return err
+	}
+	if a.VHeadDim, err = need("v_head_dim", c.VHeadDim, 1); err != nil {
+		return err
+	}
+	if c.QLoraRank != nil {
+		if a.QLoraRank, err = need("q_lora_rank", c.QLoraRank, 1); err != nil {
+			return err
+		}
+	}
+	m.MLA = a
+	// The heads' sizes are the latent's, not hidden/heads: the attention kernel works on
+	// the latent (head_dim is not what sizes the cache).
+	m.HeadDim = a.QKNope + a.QKRope
+	m.KVHeads = m.Heads
+	return nil
+}
+
 // readQuantization maps a checkpoint's quantization_config to the weight dtype it runs in:
-// fp8 (quant_method fp8; modelopt FP8; compressed-tensors 8-bit float weights), mxfp4
+// fp8 (quant_method fp8, block-scaled where it gives weight_block_size; modelopt FP8; compressed-tensors 8-bit float weights), mxfp4
 // (gpt-oss), nvfp4 (modelopt NVFP4; compressed-tensors 4-bit float weights). INT8 and INT4
 // methods (AWQ, GPTQ, bitsandbytes, compressed-tensors integer) are refused: no measured
 // dense GEMM table times them.
-func readQuantization(raw json.RawMessage, bad func(string, any, string) error) (WeightDType, error) {
+func readQuantization(raw json.RawMessage, bad func(string, any, string) error) (WeightDType, bool, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return WeightsBF16, nil
+		return WeightsBF16, false, nil
 	}
 	var q struct {
+		BlockSize    []int  `json:"weight_block_size"`
 		Method       string `json:"quant_method"`
 		Algo         string `json:"quant_algo"`
 		ConfigGroups map[string]struct {
@@ -378,22 +413,22 @@ func readQuantization(raw json.RawMessage, bad func(string, any, string) error) 
 		} `json:"config_groups"`
 	}
 	if err := json.Unmarshal(raw, &q); err != nil {
-		return "", bad("quantization_config", "not an object", err.Error())
+		return "", false, bad("quantization_config", "not an object", err.Error())
 	}
 	const f = "quantization_config.quant_method"
 	switch strings.ToLower(q.Method) {
 	case "fp8", "fbgemm_fp8":
-		return WeightsFP8, nil
+		return WeightsFP8, len(q.BlockSize) > 0, nil
 	case "mxfp4":
-		return WeightsMXFP4, nil
+		return WeightsMXFP4, false, nil
 	case "modelopt", "modelopt_fp4":
 		switch strings.ToUpper(q.Algo) {
 		case "FP8":
-			return WeightsFP8, nil
+			return WeightsFP8, false, nil
 		case "NVFP4":
-			return WeightsNVFP4, nil
+			return WeightsNVFP4, false, nil
 		}
-		return "", bad("quantization_config.quant_algo", fmt.Sprintf("%q", q.Algo), "modelopt: only FP8 and NVFP4 are modelled")
+		return "", false, bad("quantization_config.quant_algo", fmt.Sprintf("%q", q.Algo), "modelopt: only FP8 and NVFP4 are modelled")
 	case "compressed-tensors":
 		keys := make([]string, 0, len(q.ConfigGroups))
 		for k := range q.ConfigGroups {
@@ -407,15 +442,15 @@ func readQuantization(raw json.RawMessage, bad func(string, any, string) error) 
 			}
 			switch {
 			case w.Type == "float" && w.NumBits == 8:
-				return WeightsFP8, nil
+				return WeightsFP8, false, nil
 			case w.Type == "float" && w.NumBits == 4:
-				return WeightsNVFP4, nil
+				return WeightsNVFP4, false, nil
 			}
-			return "", bad("quantization_config.config_groups."+k+".weights", fmt.Sprintf("%d-bit %s", w.NumBits, w.Type), "integer weights: no measured kernel table times INT8/INT4 dense GEMMs (FP8, MXFP4 and NVFP4 are modelled)")
+			return "", false, bad("quantization_config.config_groups."+k+".weights", fmt.Sprintf("%d-bit %s", w.NumBits, w.Type), "integer weights: no measured kernel table times INT8/INT4 dense GEMMs (FP8, MXFP4 and NVFP4 are modelled)")
 		}
-		return "", bad("quantization_config.config_groups", "no weights", "compressed-tensors: names no weight format")
+		return "", false, bad("quantization_config.config_groups", "no weights", "compressed-tensors: names no weight format")
 	case "":
-		return "", bad(f, `""`, "missing")
+		return "", false, bad(f, `""`, "missing")
 	}
-	return "", bad(f, fmt.Sprintf("%q", q.Method), "not modelled: no measured kernel table times it (fp8, mxfp4, modelopt FP8/NVFP4 and compressed-tensors FP8/NVFP4 are)")
+	return "", false, bad(f, fmt.Sprintf("%q", q.Method), "not modelled: no measured kernel table times it (fp8, mxfp4, modelopt FP8/NVFP4 and compressed-tensors FP8/NVFP4 are)")
 }

@@ -46,7 +46,7 @@ func TestReadConfigBad(t *testing.T) {
 		{"moe without top-k", `{` + moe + `}`, "num_experts_per_tok: missing"},
 		{"top-k past experts", `{` + moe + `, "num_experts_per_tok": 9}`, "num_experts_per_tok: 9: more experts per token than the 8 experts"},
 		{"no moe layer", `{` + moe + `, "num_experts_per_tok": 2, "first_k_dense_replace": 32}`, "num_hidden_layers: 32: no layer routes to experts"},
-		{"mla", `{` + base + `, "kv_lora_rank": 512}`, "kv_lora_rank: 512: multi-head latent attention"},
+		{"mla without its ranks", `{` + base + `, "kv_lora_rank": 512}`, "qk_nope_head_dim: missing"},
 		{"awq", `{` + base + `, "quantization_config": {"quant_method": "awq", "bits": 4}}`, `quantization_config.quant_method: "awq": not modelled`},
 		{"int4 compressed", `{` + base + `, "quantization_config": {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int"}}}}}`, "config_groups.group_0.weights: 4-bit int: integer weights"},
 		{"mxfp4 dense", `{` + base + `, "quantization_config": {"quant_method": "mxfp4"}}`, "quantizes experts: the model has none"},

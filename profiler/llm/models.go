@@ -30,8 +30,47 @@ type Model struct {
 	// MoE describes a mixture-of-experts model's expert layers; nil for a dense model.
 	MoE *MoE
 	// Weights is the dtype the decoder's linear layers run in: WeightsBF16 (""), or a
-	// quantized checkpoint's or vLLM --quantization's (Quantize).
-	Weights WeightDType
+	// quantized checkpoint's or vLLM --quantization's (Quantize). BlockFP8: its FP8 weights
+	// are 128×128 block-scaled (DeepSeek's checkpoints: weight_block_size).
+	Weights  WeightDType
+	BlockFP8 bool
+	// MLA is multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): nil for grouped-query
+	// attention.
+	MLA *MLA
+}
+
+// MLA is a latent-attention layer's ranks (config.json's q_lora_rank, kv_lora_rank,
+// qk_nope_head_dim, qk_rope_head_dim, v_head_dim): every head's K and V come from one
+// compressed latent of KVLoraRank plus a shared rotary key of QKRope, which is all the KV
+// cache keeps per token and layer — on every tensor-parallel GPU, as vLLM replicates it.
+type MLA struct {
+	QLoraRank  int `json:"q_lora_rank,omitempty"`
+	KVLoraRank int `json:"kv_lora_rank"`
+	QKNope     int `json:"qk_nope_head_dim"`
+	QKRope     int `json:"qk_rope_head_dim"`
+	VHeadDim   int `json:"v_head_dim"`
+}
+
+// latentWidth is what one token keeps per layer in an MLA cache: the latent and the rotary
+// key.
+func (a MLA) latentWidth() int { return a.KVLoraRank + a.QKRope }
+
+// attnParams is one layer's attention projections: Q, K, V and O for grouped-query
+// attention; the query (through its low-rank factor where q_lora_rank is set), the KV
+// down-projection with the rotary key, the K/V up-projection and O for latent attention.
+func (m Model) attnParams() float64 {
+	h, q := float64(m.Hidden), float64(m.Heads)
+	if a := m.MLA; a != nil {
+		qk := float64(a.QKNope + a.QKRope)
+		query := h * q * qk
+		if a.QLoraRank > 0 {
+			r := float64(a.QLoraRank)
+			query = h*r + r*q*qk
+		}
+		return query + h*float64(a.latentWidth()) + float64(a.KVLoraRank)*q*float64(a.QKNope+a.VHeadDim) + q*float64(a.VHeadDim)*h
+	}
+	kv, d := float64(m.KVHeads), float64(m.HeadDim)
+	return h*(q+2*kv)*d + q*d*h
 }
 
 // MoE is a mixture-of-experts decoder's expert layers (Mixtral, Qwen-MoE, Llama-4,
@@ -54,6 +93,7 @@ func (m Model) SameShapes(o Model) bool {
 	same := m.Layers == o.Layers && m.Hidden == o.Hidden && m.Heads == o.Heads && m.KVHeads == o.KVHeads &&
 		m.HeadDim == o.HeadDim && m.Intermediate == o.Intermediate && m.Vocab == o.Vocab &&
 		m.TiedEmbeddings == o.TiedEmbeddings && m.Weights == o.Weights && (m.MoE == nil) == (o.MoE == nil)
+	same = same && m.BlockFP8 == o.BlockFP8 && (m.MLA == nil) == (o.MLA == nil) && (m.MLA == nil || *m.MLA == *o.MLA)
 	return same && (m.MoE == nil || *m.MoE == *o.MoE)
 }
 
@@ -119,8 +159,8 @@ func (m Model) otherParams() float64 {
 // decoderLinearParams are the attention projections and MLPs of every layer (with
 // expertsOnly, the routed experts alone: the part an MXFP4 checkpoint quantizes).
 func (m Model) decoderLinearParams(expertsOnly bool) float64 {
-	h, q, kv, d := float64(m.Hidden), float64(m.Heads), float64(m.KVHeads), float64(m.HeadDim)
-	attn := h*(q+2*kv)*d + q*d*h
+	h := float64(m.Hidden)
+	attn := m.attnParams()
 	dense := 3 * h * float64(m.Intermediate)
 	experts := 0.0
 	moe := 0.0
@@ -162,8 +202,12 @@ func (m Model) WeightBytes() int64 {
 	return int64(b)
 }
 
-// KVBytesPerToken is K and V, fp16, for every layer and KV head.
+// KVBytesPerToken is K and V, fp16, for every layer and KV head (a latent-attention model's
+// latent and rotary key: one copy).
 func (m Model) KVBytesPerToken() int64 {
+	if a := m.MLA; a != nil {
+		return int64(m.Layers * a.latentWidth() * 2)
+	}
 	return int64(2 * m.Layers * m.KVHeads * m.HeadDim * 2)
 }
 
@@ -172,8 +216,11 @@ func (m Model) KVBytesPerToken() int64 {
 func (m Model) kvHeadsPerGPU(tp int) int { return max(1, m.KVHeads/tp) }
 
 // kvBytesPerTokenTP is the BF16 KV bytes of one token summed over tp GPUs (more than
-// KVBytesPerToken where heads are replicated).
+// KVBytesPerToken where heads are replicated; an MLA cache is whole on every GPU).
 func (m Model) kvBytesPerTokenTP(tp int) int64 {
+	if m.MLA != nil {
+		return m.KVBytesPerToken() * int64(tp)
+	}
 	return int64(2*m.Layers*m.kvHeadsPerGPU(tp)*m.HeadDim*2) * int64(tp)
 }
 
@@ -207,7 +254,7 @@ func (m Model) CheckTP(tp int) error {
 		return fmt.Errorf("tensor parallel size %d: must be in 1..8", tp)
 	case m.Heads%tp != 0:
 		return fmt.Errorf("tensor parallel size %d: does not divide %s's %d attention heads", tp, m.Name, m.Heads)
-	case m.KVHeads%tp != 0 && tp%m.KVHeads != 0:
+	case m.MLA == nil && m.KVHeads%tp != 0 && tp%m.KVHeads != 0:
 		return fmt.Errorf("tensor parallel size %d: neither divides nor is a multiple of %s's %d KV heads", tp, m.Name, m.KVHeads)
 	}
 	return nil

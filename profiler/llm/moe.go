@@ -25,7 +25,7 @@ func (d Deployment) moeUs(b *Breakdown, tokens int) float64 {
 		tp, ep = 1, d.TP
 	}
 	if d.tab != nil {
-		s := kerneltab.MoEShape{DType: d.Model.Weights.moeDType(), Hidden: d.Model.Hidden, Inter: e.Intermediate, TopK: e.TopK, Experts: e.Experts, TP: tp, EP: ep}
+		s := kerneltab.MoEShape{DType: d.Model.moeDType(), Hidden: d.Model.Hidden, Inter: e.Intermediate, TopK: e.TopK, Experts: e.Experts, TP: tp, EP: ep}
 		if us, p, err := d.tab.MoEUs(s, tokens); err == nil {
 			b.Sources = append(b.Sources, Source{Term: "moe", Point: p})
 			return us

@@ -97,6 +97,15 @@ func (w WeightDType) gemmDType() kerneltab.DType {
 	return kerneltab.BF16
 }
 
+// moeDType is the measured-table dtype of m's fused expert layer (block-scaled FP8 for a
+// DeepSeek-style checkpoint).
+func (m Model) moeDType() kerneltab.DType {
+	if m.Weights == WeightsFP8 && m.BlockFP8 {
+		return kerneltab.FP8Block
+	}
+	return m.Weights.moeDType()
+}
+
 // moeDType is the measured-table dtype of the fused expert layer.
 func (w WeightDType) moeDType() kerneltab.DType {
 	switch w {

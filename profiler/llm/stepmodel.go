@@ -182,6 +182,9 @@ func (d Deployment) LayerGEMMUs(tokens int) float64 {
 
 // attnProjUs is one layer's QKV and output projections.
 func (d Deployment) attnProjUs(b *Breakdown, tokens int) float64 {
+	if d.Model.MLA != nil {
+		return d.mlaProjUs(b, tokens)
+	}
 	m, tp := d.Model, d.TP
 	qd := m.Heads / tp * m.HeadDim
 	kvd := m.kvHeadsPerGPU(tp) * m.HeadDim
@@ -315,6 +318,9 @@ func (d Deployment) Prefill(tokens, ctx int) Breakdown {
 // difference of two: causal attention over ctx+tokens less that over ctx — exact for the
 // quadratic work, and never less than the chunk alone as a prompt.
 func (d Deployment) prefillAttentionUs(b *Breakdown, tokens, ctx int) float64 {
+	if d.Model.MLA != nil {
+		return d.mlaPrefillUs(b, tokens, ctx)
+	}
 	m, tp := d.Model, d.TP
 	q, kv := m.Heads/tp, m.kvHeadsPerGPU(tp)
 	if d.tab != nil && tokens > 0 {
@@ -349,6 +355,9 @@ func (d Deployment) Decode(batch int, ctx float64) Breakdown {
 }
 
 func (d Deployment) decodeAttentionUs(b *Breakdown, batch int, ctx float64) float64 {
+	if d.Model.MLA != nil {
+		return d.mlaDecodeUs(b, batch, ctx)
+	}
 	m, tp := d.Model, d.TP
 	q, kv := m.Heads/tp, m.kvHeadsPerGPU(tp)
 	if d.tab != nil && batch > 0 {

@@ -67,14 +67,14 @@ Backends:
 With no model, profiles the embedded demo CNN analytically for the demo cluster's GPU types
 (L4, P4 at PPipe's vGPU x batch grid) and, when ONNX Runtime is available, on the local CPU.
 --llm adds LLM profiles (QLM): model names separated by commas, "all", or a profile file to
-import; the catalogue is 27 embedded Hugging Face configs (profiler/llm/catalogue: Llama,
-Qwen, Mistral, Gemma, Phi dense models; Mixtral, Qwen3-MoE, Llama-4, gpt-oss
+import; the catalogue is 28 embedded Hugging Face configs (profiler/llm/catalogue: Llama,
+Qwen, Mistral, Gemma, Phi dense models; Mixtral, Qwen3-MoE, Llama-4, gpt-oss, DeepSeek-V3
 mixture-of-experts). --llm-config adds models a user brings as config.json files
 (repeatable; a directory of them): dense decoders (llama, mistral, qwen2/3, phi3, gemma3,
-...) and mixture-of-experts ones (mixtral, qwen2_moe/qwen3_moe, llama4, gpt_oss, ...), FP8,
-MXFP4 and NVFP4 checkpoints (quantization_config), named by their directories, with
-hf_model from the config; latent-attention (DeepSeek) and INT4/INT8 checkpoints are refused
-naming the field. --quantization fp8 runs a BF16 checkpoint as vLLM's online FP8 (half the
+...) and mixture-of-experts ones (mixtral, qwen2_moe/qwen3_moe, llama4, gpt_oss,
+deepseek_v3 with its latent attention, ...), FP8, MXFP4 and NVFP4 checkpoints
+(quantization_config), named by their directories, with hf_model from the config; INT4/INT8
+checkpoints are refused naming the field. --quantization fp8 runs a BF16 checkpoint as vLLM's online FP8 (half the
 weight bytes, FP8 GEMMs); --expert-parallel places a mixture-of-experts model's experts
 whole on its --tp GPUs (vLLM's --enable-expert-parallel; the experts must divide by the
 degree). Analytic LLM profiles time each step from NVIDIA's measured vLLM kernel tables on
