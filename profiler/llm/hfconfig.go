@@ -24,7 +24,6 @@ var moeTypes = []string{"mixtral", "qwen2_moe", "qwen3_moe", "llama4_text", "gpt
 // checkpoints whose text decoder is what serves tokens).
 var wrapperTypes = []string{"llama4", "gemma3", "mistral3"}
 
-
 // hfConfig is the part of a Hugging Face config.json the step model reads.
 type hfConfig struct {
 	ModelType          string          `json:"model_type"`
