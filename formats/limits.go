@@ -22,6 +22,10 @@ const (
 	MinRateRPS = 1 / (float64(MaxDuration) / float64(time.Second))
 	// MaxNICGbps bounds network bandwidths (1 Pbit/s).
 	MaxNICGbps = 1e6
+	// MaxWeightBytes bounds an LLM profile's weight_bytes: 2^50 bytes (1 PiB), some 500
+	// times the largest open checkpoints (about 2 TB), and far enough below int64 that the
+	// sums over weights, KV caches and GPUs a plan takes cannot overflow.
+	MaxWeightBytes = 1 << 50
 )
 
 const clockBound = "the engine clock's bound"

@@ -293,8 +293,11 @@ func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string, use P
 	if given(l.ParamsB) {
 		positive(v, field(p, "params_billion"), l.ParamsB)
 	}
-	if given(float64(l.WeightBytes)) && l.WeightBytes <= 0 {
+	switch {
+	case given(float64(l.WeightBytes)) && l.WeightBytes <= 0:
 		v.add(field(p, "weight_bytes"), l.WeightBytes, "must be > 0")
+	case l.WeightBytes > MaxWeightBytes:
+		v.add(field(p, "weight_bytes"), l.WeightBytes, "must be <= 2^50 (%d bytes, 1 PiB): no model's weights are larger", int64(MaxWeightBytes))
 	}
 	microseconds(v, field(p, "prefill_base_us"), l.PrefillBaseUs)
 	if given(l.PrefillUsPerToken) {

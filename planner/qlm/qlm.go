@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -79,6 +80,28 @@ func profileFor(profs []*formats.Profile, model, gpu string) *formats.LLMProfile
 	return nil
 }
 
+// llmProfilePath names pr in errors: its file and its index, "profile.json: llms[0]".
+func llmProfilePath(in planner.Inputs, pr *formats.LLMProfile) string {
+	for i, p := range in.Profiles {
+		for j := range p.LLMs {
+			if &p.LLMs[j] == pr {
+				return fmt.Sprintf("%s: llms[%d]", profilePath(in, i), j)
+			}
+		}
+	}
+	return "llms"
+}
+
+// gpuMemory is one GPU's memory: the cluster's memory_bytes, else the known type's (a
+// cluster may leave memory_bytes out for the types formats.KnownGPUs lists), so a model's
+// weights are checked against it either way; 0 when neither says.
+func gpuMemory(gpu string, given int64) int64 {
+	if given > 0 {
+		return given
+	}
+	return formats.KnownGPUs[gpu]
+}
+
 // profileForCount returns model's LLM profile on count GPUs of type gpu (a gpu_count of 0
 // counts as 1).
 func profileForCount(profs []*formats.Profile, model, gpu string, count int) *formats.LLMProfile {
@@ -116,7 +139,7 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 	var slots []instanceSlot
 	for _, g := range c.GPUs {
 		for k := 0; k < g.Count; k++ {
-			slots = append(slots, instanceSlot{gpu: g.Type, mem: g.MemoryBytes})
+			slots = append(slots, instanceSlot{gpu: g.Type, mem: gpuMemory(g.Type, g.MemoryBytes)})
 		}
 	}
 	if o.Status != nil {
@@ -244,7 +267,12 @@ func classLoads(in planner.Inputs, w *formats.Workload, slots []instanceSlot) (l
 				continue
 			}
 			if s.mem > 0 && pr.WeightBytes >= s.mem {
-				weightProbs = append(weightProbs, fmt.Sprintf("%s.model: %s: weights of %d bytes exceed the %s's memory (%d bytes)", p, cl.Model, pr.WeightBytes, s.gpu, s.mem))
+				// One line per GPU type and memory, not per GPU of the cluster.
+				msg := fmt.Sprintf("%s.model: %s: weights of %d bytes exceed the %s's memory (%d bytes; %s.weight_bytes)",
+					p, cl.Model, pr.WeightBytes, s.gpu, s.mem, llmProfilePath(in, pr))
+				if !slices.Contains(weightProbs, msg) {
+					weightProbs = append(weightProbs, msg)
+				}
 				continue
 			}
 			fits = true

@@ -65,6 +65,12 @@ func TestBadInput(t *testing.T) {
 		{"no profile", func(in *planner.Inputs) { qlmsec.ClassesOf(in.Workload)[0].Model = "gpt-x" }, "llm_classes[0].model: gpt-x: no LLM profile"},
 		{"slo below prefill", func(in *planner.Inputs) { qlmsec.ClassesOf(in.Workload)[1].SLO = formats.Duration(time.Millisecond) }, "llm_classes[1].slo"},
 		{"model larger than GPU", func(in *planner.Inputs) { in.Cluster.GPUs[0].MemoryBytes = 20e9 }, "weights of 26000000000 bytes exceed"},
+		// A cluster may leave memory_bytes out for a known GPU type: the type's memory
+		// (80 GiB for an A100) still bounds the weights, which name their profile field.
+		{"model larger than a known GPU", func(in *planner.Inputs) {
+			in.Cluster.GPUs[0].MemoryBytes = 0
+			in.Profiles[0].LLMs[0].WeightBytes = 100e9
+		}, "weights of 100000000000 bytes exceed the A100's memory (85899345920 bytes; profile 1: llms[0].weight_bytes)"},
 		{"bad strategy", nil, "--strategy"},
 	}
 	for _, c := range cases {

@@ -50,7 +50,7 @@ func tensorParallel(in planner.Inputs, model string) (*formats.LLMProfile, []str
 			var mem int64
 			for _, s := range srv {
 				if s.GPU == pr.GPU {
-					typed, most, mem = true, max(most, len(s.GPUs)), s.Mem
+					typed, most, mem = true, max(most, len(s.GPUs)), gpuMemory(s.GPU, s.Mem)
 				}
 			}
 			switch {
