@@ -108,7 +108,10 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	// summary line, --quiet nothing (internal/progress).
 	task := progressline.NewTask(io.Err, io.Quiet, "frontier", "points", len(pts))
 	for i, sp := range pts {
-		pt, err := frontierAt(ctx, sys, in, base, sp)
+		// The line names the point and the solve in progress (the least-cost fleet, then
+		// each GPU type alone, then the baseline), with the planner's own status.
+		note := func(s string) { task.Note(fmt.Sprintf("point %d/%d (%s): %s", i+1, len(pts), sp.label, s)) }
+		pt, err := frontierAt(ctx, sys, in, base, sp, note)
 		if err != nil {
 			task.Clear()
 			return err
@@ -118,6 +121,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 			bs.Strategy = a.Baseline
 			s, flags, pin := bs, map[string]string{}, in
 			sp.apply(&pin, &s, flags)
+			note("baseline " + a.Baseline)
 			bp, err := solveWith(ctx, sys, pin, s, flags)
 			switch {
 			case err == nil:
@@ -224,11 +228,14 @@ func scaleRates(w *formats.Workload, f float64) *formats.Workload {
 }
 
 // frontierAt solves one point on the whole cluster and on each GPU type alone.
-func frontierAt(ctx context.Context, sys system.System, in planner.Inputs, base planner.Settings, sp sweepPoint) (Point, error) {
+func frontierAt(ctx context.Context, sys system.System, in planner.Inputs, base planner.Settings, sp sweepPoint, note func(string)) (Point, error) {
 	pt := Point{X: sp.x, Label: sp.label}
 	s, flags := base, map[string]string{}
 	pin := in
 	sp.apply(&pin, &s, flags)
+	phase := "the least-cost fleet"
+	s.Status = func(st string) { note(phase + ": " + st) }
+	note(phase)
 	plan, err := solveWith(ctx, sys, pin, s, flags)
 	if err != nil {
 		if !isPointError(err) {
@@ -244,6 +251,8 @@ func frontierAt(ctx context.Context, sys system.System, in planner.Inputs, base 
 		one.GPUs, one.Servers = []formats.GPUPool{g}, nil
 		oin := pin
 		oin.Cluster = &one
+		phase = g.Type + " alone"
+		note(phase)
 		p1, err := solveWith(ctx, sys, oin, s, flags)
 		if err != nil {
 			if !isPointError(err) {
