@@ -1,6 +1,9 @@
 package formats
 
-import "maps"
+import (
+	"maps"
+	"slices"
+)
 
 // Two extension points shared code asks every system's sections through, as the
 // Kubernetes scheduler framework asks its plug-ins (one small interface per point, a
@@ -119,6 +122,34 @@ func (c *Cluster) GPUIndexTypes() []string {
 		for range g.Count {
 			out = append(out, g.Type)
 		}
+	}
+	return out
+}
+
+// RatedList is the list-shaped workload section's half of RateTargeter: the targets of items
+// and a copy of them with new rates, where rated gives an item's name and its rate field
+// (a pointer into the item). Range marks every target as RateTarget.Range.
+type RatedList[T any] struct {
+	Rated func(*T) (string, *float64)
+	Range bool
+}
+
+// Targets lists items' names and rates.
+func (l RatedList[T]) Targets(items []T) []RateTarget {
+	out := make([]RateTarget, 0, len(items))
+	for i := range items {
+		name, r := l.Rated(&items[i])
+		out = append(out, RateTarget{Name: name, RateRPS: *r, Range: l.Range})
+	}
+	return out
+}
+
+// WithRates is a copy of items with each rate replaced by rate(name, rate).
+func (l RatedList[T]) WithRates(items []T, rate func(string, float64) float64) []T {
+	out := slices.Clone(items)
+	for i := range out {
+		name, r := l.Rated(&out[i])
+		*r = rate(name, *r)
 	}
 	return out
 }

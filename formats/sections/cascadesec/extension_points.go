@@ -1,30 +1,23 @@
 package cascadesec
 
 import (
-	"slices"
-
 	"github.com/plan-dev/plan/formats"
 )
+
+// rated names an item of the section and its rate field for formats.RatedList.
+var rated = formats.RatedList[Cascade]{Rated: func(x *Cascade) (string, *float64) { return x.Name, &x.QPSMax }, Range: true}
 
 // Targets lists the workload's cascades with their qps_max, the top of the QPS range the
 // gear plan covers (CascadeServe §4) rather than a rate asked for: Range
 // (formats.RateTargeter).
 func (workloadSection) Targets(w *formats.Workload) []formats.RateTarget {
-	var out []formats.RateTarget
-	for _, cs := range CascadesOf(w) {
-		out = append(out, formats.RateTarget{Name: cs.Name, RateRPS: cs.QPSMax, Range: true})
-	}
-	return out
+	return rated.Targets(CascadesOf(w))
 }
 
-// WithRates sets in w a copy of its cascades with each qps_max rate(name, qps_max)
+// WithRates sets in w a copy of its cascades with each rate rate(name, rate)
 // (formats.RateTargeter).
 func (workloadSection) WithRates(w *formats.Workload, rate func(string, float64) float64) {
-	cs := slices.Clone(CascadesOf(w))
-	for i := range cs {
-		cs[i].QPSMax = rate(cs[i].Name, cs[i].QPSMax)
-	}
-	SetCascades(w, cs)
+	SetCascades(w, rated.WithRates(CascadesOf(w), rate))
 }
 
 // GPUsUsed counts the GPUs the placement's replicas occupy per type: each GPU index of the

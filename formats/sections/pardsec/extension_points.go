@@ -1,28 +1,21 @@
 package pardsec
 
 import (
-	"slices"
-
 	"github.com/plan-dev/plan/formats"
 )
 
+// rated names an item of the section and its rate field for formats.RatedList.
+var rated = formats.RatedList[Pipeline]{Rated: func(x *Pipeline) (string, *float64) { return x.Name, &x.RateRPS }}
+
 // Targets lists the workload's pipelines with their rates (formats.RateTargeter).
 func (workloadSection) Targets(w *formats.Workload) []formats.RateTarget {
-	var out []formats.RateTarget
-	for _, p := range PipelinesOf(w) {
-		out = append(out, formats.RateTarget{Name: p.Name, RateRPS: p.RateRPS})
-	}
-	return out
+	return rated.Targets(PipelinesOf(w))
 }
 
 // WithRates sets in w a copy of its pipelines with each rate rate(name, rate)
 // (formats.RateTargeter).
 func (workloadSection) WithRates(w *formats.Workload, rate func(string, float64) float64) {
-	ps := slices.Clone(PipelinesOf(w))
-	for i := range ps {
-		ps[i].RateRPS = rate(ps[i].Name, ps[i].RateRPS)
-	}
-	SetPipelines(w, ps)
+	SetPipelines(w, rated.WithRates(PipelinesOf(w), rate))
 }
 
 // GPUsUsed counts the workers of every app's modules per GPU type, one GPU each (PARD §4

@@ -1,29 +1,22 @@
 package ppipesec
 
 import (
-	"slices"
-
 	"github.com/plan-dev/plan/formats"
 )
+
+// rated names an item of the section and its rate field for formats.RatedList.
+var rated = formats.RatedList[ModelWorkload]{Rated: func(x *ModelWorkload) (string, *float64) { return x.Name, &x.RateRPS }}
 
 // Targets lists the workload's models with their rates, 0 where a model states none and is
 // planned for its throughput (formats.RateTargeter).
 func (workloadSection) Targets(w *formats.Workload) []formats.RateTarget {
-	var out []formats.RateTarget
-	for _, m := range ModelsOf(w) {
-		out = append(out, formats.RateTarget{Name: m.Name, RateRPS: m.RateRPS})
-	}
-	return out
+	return rated.Targets(ModelsOf(w))
 }
 
 // WithRates sets in w a copy of its models with each rate rate(name, rate)
 // (formats.RateTargeter).
 func (workloadSection) WithRates(w *formats.Workload, rate func(string, float64) float64) {
-	ms := slices.Clone(ModelsOf(w))
-	for i := range ms {
-		ms[i].RateRPS = rate(ms[i].Name, ms[i].RateRPS)
-	}
-	SetModels(w, ms)
+	SetModels(w, rated.WithRates(ModelsOf(w), rate))
 }
 
 // GPUsUsed counts the whole GPUs the plan's pipelines occupy per type under its rounding
