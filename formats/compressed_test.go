@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -159,4 +160,51 @@ func gzBytes(b []byte) []byte {
 	_, _ = w.Write(b)
 	_ = w.Close()
 	return buf.Bytes()
+}
+
+// TestCompressedBombMemory: a small gzip file that expands past the limit is refused
+// without holding more than the limit: the decompressed size is counted streaming first,
+// and a buffer never grows past limit+1 bytes. A 10 KiB file of 8 MiB of text against a
+// 1 MiB limit allocates well under 4× the limit; one that fits is read into a buffer of its
+// size.
+func TestCompressedBombMemory(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, n int) string {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		chunk := bytes.Repeat([]byte("a "), 1<<15)
+		for left := n; left > 0; left -= len(chunk) {
+			zw.Write(chunk[:min(left, len(chunk))])
+		}
+		zw.Close()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const limit = 1 << 20
+	allocs := func(f func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	bomb := write("bomb.json.gz", 8<<20)
+	var err error
+	got := allocs(func() { _, err = ReadText(bomb, limit) })
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("bomb: %v, want ErrTooLarge", err)
+	}
+	if got > 4*limit {
+		t.Errorf("bomb: %d bytes allocated against a %d-byte limit", got, limit)
+	}
+	fits := write("fits.json.gz", limit-100)
+	var data []byte
+	got = allocs(func() { data, err = ReadText(fits, limit) })
+	if err != nil || len(data) != limit-100 || got > 3*limit {
+		t.Errorf("fits: %d bytes, %v; %d allocated", len(data), err, got)
+	}
 }
