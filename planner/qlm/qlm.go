@@ -325,7 +325,8 @@ func classLoads(in planner.Inputs, w *formats.Workload, slots []instanceSlot) (l
 
 // classChecks are the inputs no plan can serve on profile pr, named by file, field and value
 // (LLM engine digest §4): a class whose longest prompt plus output exceeds the model's
-// context (engine.max_model_len: the engine refuses it with HTTP 400), and a ttft_slo below
+// context (engine.max_model_len: the engine refuses it with HTTP 400) or the KV cache
+// (kv_capacity_tokens: never admitted), and a ttft_slo below
 // one prefill of the class's shortest prompts (its 1st percentile: at least 99% of its
 // requests need longer, so no rate meets the p99 target).
 func classChecks(in planner.Inputs, i int, cl qlmsec.LLMClass, pr *formats.LLMProfile) []string {
@@ -334,6 +335,16 @@ func classChecks(in planner.Inputs, i int, cl qlmsec.LLMClass, pr *formats.LLMPr
 	if e := pr.Engine; e != nil && e.MaxModelLen > 0 && cl.InputTokens.Max+cl.OutputTokens.Max > e.MaxModelLen {
 		probs = append(probs, fmt.Sprintf("%s: input_tokens.max + output_tokens.max: %d + %d = %d tokens: more than model %s's context of %d tokens (%s.engine.max_model_len)",
 			wf, cl.InputTokens.Max, cl.OutputTokens.Max, cl.InputTokens.Max+cl.OutputTokens.Max, cl.Model, e.MaxModelLen, profileField(in, pr)))
+	}
+	// A request is admitted only when its KV fits the cache whole (LLM engine digest §1): a
+	// cache smaller than the class's longest request never serves it, whatever the rate.
+	long := cl.InputTokens.Max + cl.OutputTokens.Max
+	if long <= 0 {
+		long = int(math.Ceil(cl.InputTokens.Mean + cl.OutputTokens.Mean))
+	}
+	if pr.KVCapacityTokens > 0 && int64(long) > pr.KVCapacityTokens {
+		probs = append(probs, fmt.Sprintf("%s: input_tokens.max + output_tokens.max: %d tokens: more than the %d tokens of model %s's KV cache on %s (%s.kv_capacity_tokens): no such request is ever admitted",
+			wf, long, pr.KVCapacityTokens, cl.Model, GPUSet(qlmsec.QLMInstance{GPU: pr.GPU, GPUCount: pr.GPUCount}), profileField(in, pr)))
 	}
 	if cl.TTFTSLO > 0 {
 		short := math.Max(1, math.Round(cl.InputTokens.Mean-2.3263*cl.InputTokens.Std))

@@ -131,6 +131,8 @@ func TestClassInputChecks(t *testing.T) {
 	}{
 		{"context", func(*planner.Inputs) {}, "h100/profile-ctx4k.json",
 			[]string{"h100/workload-llama.yaml: llm_classes[0] (summarize): input_tokens.max + output_tokens.max: 4000 + 500 = 4500 tokens: more than model llama-2-70b's context of 4096 tokens (h100/profile-ctx4k.json: llms[0].engine.max_model_len)"}},
+		{"kv cache below a request", func(in *planner.Inputs) { in.Profiles[0].LLMs[0].KVCapacityTokens = 1 }, "h100/profile.json",
+			[]string{"h100/workload-llama.yaml: llm_classes[0] (summarize): input_tokens.max + output_tokens.max: 4500 tokens: more than the 1 tokens of model llama-2-70b's KV cache on 4×H100 (h100/profile.json: llms[0].kv_capacity_tokens): no such request is ever admitted"}},
 		{"ttft below prefill", func(in *planner.Inputs) { qlmsec.ClassesOf(in.Workload)[0].TTFTSLO = formats.Duration(200e6) }, "h100/profile.json",
 			[]string{"h100/workload-llama.yaml: llm_classes[0] (summarize): ttft_slo: 200ms: below one prefill of the class's shortest prompts (4000 tokens, its 1st percentile) on 4×H100: 256 ms (h100/profile.json: llms[0].iteration.prefill)"}},
 	}
