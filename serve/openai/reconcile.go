@@ -92,32 +92,9 @@ func (q *JetStreamQueue) reconcile(ctx context.Context) (Reconciled, error) {
 	ackFloor, delivered := ci.AckFloor.Stream, ci.Delivered.Stream
 	// The statuses next, then the messages: a request enqueued in between (on an external
 	// server) has its status written before its message, so its message is seen.
-	known := map[string]bool{}
-	pending := map[string]pendingStatus{}
-	w, err := h.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	known, pending, err := readStatuses(ctx, h)
 	if err != nil {
-		return r, fmt.Errorf("queue: reading the statuses: %w", err)
-	}
-	read := false
-	for e := range w.Updates() {
-		if e == nil { // the initial values are done
-			read = true
-			break
-		}
-		known[e.Key()] = true
-		var st Status
-		switch err := json.Unmarshal(e.Value(), &st); {
-		case err != nil:
-			pending[e.Key()] = pendingStatus{revision: e.Revision(), at: e.Created()}
-		case st.Status == StatusQueued || st.Status == StatusRunning:
-			pending[e.Key()] = pendingStatus{st: &st, revision: e.Revision(), at: e.Created()}
-		default:
-			delete(pending, e.Key())
-		}
-	}
-	_ = w.Stop()
-	if !read { // the watch ended early (ctx, the connection): a partial read decides nothing
-		return r, fmt.Errorf("queue: reading the statuses: cut short: %v", ctx.Err())
+		return r, err
 	}
 
 	// The messages, in order, skipping the gaps the acked ones left (next_by_subj).
@@ -232,6 +209,38 @@ func (q *JetStreamQueue) reconcile(ctx context.Context) (Reconciled, error) {
 			"restored", r.Restored, "cleared", r.Cleared)
 	}
 	return r, nil
+}
+
+// readStatuses reads every status in the bucket: known holds each key, pending those not
+// final or that did not decode. A read cut short is an error: a partial read decides nothing.
+func readStatuses(ctx context.Context, h *jsHandles) (known map[string]bool, pending map[string]pendingStatus, err error) {
+	known, pending = map[string]bool{}, map[string]pendingStatus{}
+	w, err := h.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, nil, fmt.Errorf("queue: reading the statuses: %w", err)
+	}
+	read := false
+	for e := range w.Updates() {
+		if e == nil { // the initial values are done
+			read = true
+			break
+		}
+		known[e.Key()] = true
+		var st Status
+		switch err := json.Unmarshal(e.Value(), &st); {
+		case err != nil:
+			pending[e.Key()] = pendingStatus{revision: e.Revision(), at: e.Created()}
+		case st.Status == StatusQueued || st.Status == StatusRunning:
+			pending[e.Key()] = pendingStatus{st: &st, revision: e.Revision(), at: e.Created()}
+		default:
+			delete(pending, e.Key())
+		}
+	}
+	_ = w.Stop()
+	if !read { // the watch ended early (ctx, the connection): a partial read decides nothing
+		return nil, nil, fmt.Errorf("queue: reading the statuses: cut short: %v", ctx.Err())
+	}
+	return known, pending, nil
 }
 
 // removeMsg removes the message at seq (already gone is fine: another server acked it).
