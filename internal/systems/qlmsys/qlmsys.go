@@ -92,6 +92,13 @@ func (o *Planner) Options() any { return &o.f }
 
 // Solve implements planner.Planner.
 func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
+	// Only the cost solve replaces the classes' slo with --slo (pq.SolveCost); the
+	// placement and the search plan for the workload's own SLOs, so a --slo there would be
+	// taken and silently not used.
+	if s.SLO > 0 && (s.Objective != planner.ObjectiveCost || o.f.Search) {
+		return nil, &planner.InputError{Problems: []string{fmt.Sprintf(
+			"--slo: %s: the qlm planner plans each class for its own slo (the workload's llm_classes[].slo, ttft_slo, tpot_slo); --slo replaces them only with --objective cost without --search: set slo in the workload, or leave --slo out", s.SLO)}}
+	}
 	if o.f.Quantizations != "" && !o.f.Search {
 		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--search-quantization: %q: only with --search", o.f.Quantizations)}}
 	}
