@@ -121,6 +121,19 @@ func runFiles(ctx context.Context, a Args, io *run.IO, use formats.ProfileUse) e
 			add(i, formats.Problems(err))
 			continue
 		}
+		if t, ok, err := formats.ParseForeignTrace(name, data); ok {
+			// The public trace formats --trace reads as they are (Azure LLM CSV,
+			// Mooncake JSONL), detected by content as --trace detects them: read as a
+			// document, a JSON Lines file only said "trailing data after the document",
+			// and a line past the reader's limit never said which line or what limit.
+			results[i].Kind = formats.KindTrace
+			if err != nil {
+				add(i, formats.Problems(err))
+				continue
+			}
+			docs[name] = t
+			continue
+		}
 		if kind, errs, ok := OtherKind(name, data, a.Systems.Sections()); ok {
 			// The kinds other commands write beside the five documents: a schedule
 			// (solve --window) and validation records (import validation).
