@@ -189,29 +189,77 @@ func DNSLabel(s string) string {
 // ErrNotEmpty is returned by Write for an existing non-empty directory without force.
 var ErrNotEmpty = errors.New("exists and is not empty")
 
-// Write writes files under dir atomically: into a fresh sibling directory first, which then
-// replaces dir (an existing non-empty dir needs force, and is replaced whole). A failure
-// leaves dir as it was.
-func Write(dir string, files Files, force bool) error {
-	dir = filepath.Clean(dir)
-	if dir == filepath.Dir(dir) {
-		// The root (or a volume's): it cannot be replaced by a sibling directory.
+// CheckDir reports, before any work, why files could not be written as the directory dir
+// (-o, named as given): Write builds a fresh sibling directory and renames it into place,
+// so dir must be a directory other than the filesystem root and other than the current
+// directory or one holding it (renaming either away would pull the ground from under the
+// shell: with --force, -o .. replaced the whole parent directory), an existing non-empty
+// one needs force, and the directory it goes in must take new files (missing directories
+// on the way are created, as export always has: then the nearest existing one must).
+func CheckDir(dir string, force bool) error {
+	if dir == "" {
+		return errors.New("-o: an output directory is required")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("-o %s: %w", dir, err)
+	}
+	if abs == filepath.Dir(abs) {
+		// The root (or a volume's): it has no parent to hold a sibling directory.
 		return fmt.Errorf("-o %s: is the filesystem root: name a directory to create or replace", dir)
 	}
-	if ents, err := os.ReadDir(dir); err == nil {
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(abs, wd); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			what := "the current directory"
+			if rel != "." {
+				what = "a directory holding the current directory"
+			}
+			return fmt.Errorf("-o %s: is %s, which the export would replace whole: name a new directory (or an existing one to replace, with --force)", dir, what)
+		}
+	}
+	parent := filepath.Dir(abs)
+	for {
+		if _, err := os.Stat(parent); !errors.Is(err, fs.ErrNotExist) || parent == filepath.Dir(parent) {
+			break
+		}
+		parent = filepath.Dir(parent)
+	}
+	if err := formats.CheckOutputDir(parent); err != nil {
+		return fmt.Errorf("-o %s: %s: %w (the export writes a sibling directory there, then renames it into place)", dir, parent, err)
+	}
+	switch st, err := os.Stat(abs); {
+	case err == nil && !st.IsDir():
+		return fmt.Errorf("-o %s: exists and is not a directory: name a directory to create or replace", dir)
+	case err == nil:
+		ents, err := os.ReadDir(abs)
+		if err != nil {
+			return fmt.Errorf("-o %s: %w", dir, err)
+		}
 		if len(ents) > 0 && !force {
 			return fmt.Errorf("-o %s: %w: pass --force to replace it", dir, ErrNotEmpty)
 		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	case !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("-o %s: %w", dir, err)
 	}
+	return nil
+}
+
+// Write writes files under dir atomically: into a fresh sibling directory first, which then
+// replaces dir (an existing non-empty dir needs force, and is replaced whole). A failure
+// leaves dir as it was. dir must pass CheckDir.
+func Write(dir string, files Files, force bool) error {
+	if err := CheckDir(dir, force); err != nil {
+		return err
+	}
+	given := dir
+	dir, _ = filepath.Abs(dir)
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("-o %s: %w", dir, err)
+		return fmt.Errorf("-o %s: %w", given, err)
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".export-")
 	if err != nil {
-		return fmt.Errorf("-o %s: %w", dir, err)
+		return fmt.Errorf("-o %s: %w", given, err)
 	}
 	defer os.RemoveAll(tmp)
 	for _, name := range files.Names() {
@@ -233,14 +281,14 @@ func Write(dir string, files Files, force bool) error {
 	if _, err := os.Stat(dir); err == nil {
 		old = tmp + ".old"
 		if err := os.Rename(dir, old); err != nil {
-			return fmt.Errorf("-o %s: %w", dir, err)
+			return fmt.Errorf("-o %s: %w", given, err)
 		}
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		if old != "" {
 			_ = os.Rename(old, dir)
 		}
-		return fmt.Errorf("-o %s: %w", dir, err)
+		return fmt.Errorf("-o %s: %w", given, err)
 	}
 	if old != "" {
 		return os.RemoveAll(old)

@@ -92,8 +92,9 @@ func runExport(a Args, io *run.IO) error {
 	if !slices.Contains(exporter.Targets, a.To) {
 		return run.UsageErrorf("--to: %q: must be one of %s", a.To, strings.Join(exporter.Targets, ", "))
 	}
-	if a.Out == "" {
-		return run.UsageErrorf("-o: an output directory is required")
+	// The output directory is checked before any work, as every output is.
+	if err := exporter.CheckDir(a.Out, a.Force); err != nil {
+		return run.UsageError(err)
 	}
 	plan, sys, err := run.ReadPlanSystem(a.Systems, path)
 	if err != nil {

@@ -27,5 +27,16 @@ func TestBadInputSLOTraceExportDir(t *testing.T) {
 		{name: "validate mooncake trace", args: []string{"validate", "testdata/formats/mooncake/sample.jsonl", "testdata/load/azure.csv"}, code: ExitOK},
 		{name: "validate mooncake line too long", args: []string{"validate", big}, code: ExitUsage,
 			want: []string{big + ":1: line too long: longer than 16 MiB"}},
+		// export -o: the directory is checked before any work, named as given.
+		{name: "export to the root", args: []string{"export", "testdata/export/qlm/plan.json", "--to", "kserve", "-o", "/tmp/.."}, code: ExitUsage,
+			want: []string{"-o /tmp/..: is the filesystem root"}},
+		{name: "export to the current directory", args: []string{"export", "testdata/export/qlm/plan.json", "--to", "kserve", "-o", "."}, code: ExitUsage,
+			want: []string{"-o .: is the current directory"}},
+		{name: "export above the current directory", args: []string{"export", "testdata/export/qlm/plan.json", "--to", "kserve", "-o", ".."}, code: ExitUsage,
+			want: []string{"-o ..: is a directory holding the current directory"}},
+		{name: "export under a file", args: []string{"export", "testdata/export/qlm/plan.json", "--to", "kserve", "-o", "go.mod/out"}, code: ExitUsage,
+			want: []string{"-o go.mod/out: ", "/go.mod: is not a directory"}},
+		{name: "export onto a file", args: []string{"export", "testdata/export/qlm/plan.json", "--to", "kserve", "-o", "go.mod"}, code: ExitUsage,
+			want: []string{"-o go.mod: exists and is not a directory"}},
 	})
 }
