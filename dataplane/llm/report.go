@@ -60,7 +60,11 @@ func (m *Model) NonDefault() []string {
 		add("enable_prefix_caching", !e.PrefixCaching(), "false")
 		add("preemption_mode", e.PreemptionMode != "", e.PreemptionMode)
 		add("kv_offload_bytes", e.KVOffloadBytes > 0, strconv.FormatInt(e.KVOffloadBytes, 10))
+		add("kv_cache_dtype", e.KVCacheDtype != "" && e.KVCacheDtype != "auto", e.KVCacheDtype)
+		add("quantization", e.Quantization != "", e.Quantization)
+		add("enable_expert_parallel", e.EnableExpertParallel, "true")
 	}
+	add("weight_dtype", m.Prof.WeightDType != "", m.Prof.WeightDType)
 	add("scheduling_policy", m.Priority, "priority")
 	add("output_delay_steps", m.OutDelay != d.OutDelay, itoa(m.OutDelay))
 	add("kv_allocation", m.Alloc != d.Alloc, m.Alloc)
