@@ -1,76 +1,25 @@
-// Package bench is the contract of `plan bench NAME`: each system's paper evaluation lives in
-// its own package under bench/ (ppipebench, pardbench, ...) and implements Bench; the system
-// registry (internal/systems) lists them and the CLI turns each into a subcommand. Benches
-// import planners and the simulator; nothing below them imports a bench, so planner and sim
-// never import each other.
+// Package bench holds what the `plan bench NAME` subcommands share: reports (bench.json),
+// usage errors, progress and selection helpers. Each system's paper evaluation lives in its
+// own package under bench/ (ppipebench, pardbench, ...) and implements benchapi.Bench; the
+// system registry (internal/systems) lists them and the CLI turns each into a subcommand.
+// Benches import planners and the simulator; nothing but cmd and the registry's per-system
+// packages imports a bench, so planner and sim never import each other.
 package bench
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/spf13/pflag"
+	"github.com/plan-dev/plan/internal/benchapi"
 )
 
-// Env is what a bench writes to: the CLI's output streams and renderers.
-type Env struct {
-	Out, Err io.Writer
-	// JSON asks for machine output (WriteJSON) instead of tables.
-	JSON      bool
-	Infof     func(format string, a ...any)
-	Table     func(header []string, rows [][]string)
-	WriteJSON func(v any) error
-	// Progress, when set, replaces a transient status line on a terminal (internal/progress
-	// decides; it is nil or silent when the output is piped). Use Progressf.
-	Progress func(format string, a ...any)
-	// Sections are the registered systems' sections (the system registry's): what a bench
-	// reads plans and workloads with, and what a server it starts reads plans with. Benches
-	// sit below the registry, so the CLI hands them down.
-	Sections *formats.SectionSet
-}
-
-// Progressf reports progress of a long bench; a no-op without a terminal.
-func (e Env) Progressf(format string, a ...any) {
-	if e.Progress != nil {
-		e.Progress(format, a...)
-	}
-}
-
-// Bench is one `plan bench NAME` subcommand. One value serves one run: Flags binds the
-// bench's flags to it, Run reads them.
-type Bench interface {
-	// Help is the subcommand's name and help.
-	Help() Help
-	Flags(fs *pflag.FlagSet)
-	Run(ctx context.Context, env Env) error
-}
-
-// Help is a bench's name (`plan bench NAME`) and its subcommand's help texts.
-type Help struct {
-	Name, Short, Long, Example string
-}
-
-// ReportReader is a Bench whose --report DIR/bench.json can be read back: `plan validate`
-// recognises the file by its kind and checks it strictly, and the round trip of every file
-// plan writes (write, validate, read, write again: byte-identical) covers it.
-type ReportReader interface {
-	// ReportKind is the "kind" bench.json carries ("PPipeBench").
-	ReportKind() string
-	// ReadReport decodes bench.json strictly (unknown fields, wrong types and trailing data
-	// are errors) into the type the bench wrote and returns it encoded as WriteReport does.
-	ReadReport(name string, data []byte) ([]byte, error)
-}
-
-// Reread is ReadReport for a bench.json of type T: strict decoding (formats.StrictUnmarshal),
+// Reread is ReadReport (benchapi.ReportReader) for a bench.json of type T: strict decoding (formats.StrictUnmarshal),
 // the kind checked against kind, then WriteReport's encoding.
 func Reread[T any](name string, data []byte, kind string, kindOf func(*T) string) ([]byte, error) {
 	var v T
@@ -96,7 +45,7 @@ func RereadResult[R any](name string, data []byte, kind string) ([]byte, error) 
 
 // Finish ends a bench's Run the one way they all do: report written to dir/bench.json when
 // dir is set (WriteReport), then out as JSON when env asks for it, else print's tables.
-func Finish(env Env, dir string, report, out any, print func()) error {
+func Finish(env benchapi.Env, dir string, report, out any, print func()) error {
 	if dir != "" {
 		if err := WriteReport(dir, report); err != nil {
 			return err
@@ -107,18 +56,6 @@ func Finish(env Env, dir string, report, out any, print func()) error {
 	}
 	print()
 	return nil
-}
-
-// RunProgress is the progress callback of a bench that counts its runs: "[elapsed] done/total
-// runs" at most every 5 s, and at the last run; start is when the bench started.
-func (e Env) RunProgress(start time.Time) func(done, total int) {
-	last := time.Now()
-	return func(done, total int) {
-		if time.Since(last) > 5*time.Second || done == total {
-			last = time.Now()
-			e.Progressf("[%s] %d/%d runs", time.Since(start).Round(time.Second), done, total)
-		}
-	}
 }
 
 // Finished adapts a bench's progress callback (nil: none) to sim.Parallel's, called as each
@@ -225,36 +162,4 @@ func WriteReport(dir string, v any) error {
 		return err
 	}
 	return formats.WriteAtomic(filepath.Join(dir, "bench.json"), data)
-}
-
-// DashNote prints, under a table, why some of its cells are "-", when any is (a cell or one
-// part of a cell "a/b/c"): a dash without its reason reads as zero, or as a bug. why maps a
-// column's header to the reason its dashes have; the columns are named in header order, on
-// one line that starts with "-".
-func DashNote(w io.Writer, header []string, rows [][]string, why map[string]string) {
-	var notes []string
-	for j, h := range header {
-		reason, ok := why[h]
-		if !ok {
-			continue
-		}
-		for _, r := range rows {
-			if j < len(r) && hasDash(r[j]) {
-				notes = append(notes, h+": "+reason)
-				break
-			}
-		}
-	}
-	if len(notes) > 0 {
-		fmt.Fprintf(w, "-  %s\n", strings.Join(notes, "; "))
-	}
-}
-
-func hasDash(cell string) bool {
-	for _, part := range strings.Split(cell, "/") {
-		if part == "-" {
-			return true
-		}
-	}
-	return false
 }

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
+	"github.com/plan-dev/plan/internal/benchapi"
 )
 
 func TestParseQPS(t *testing.T) {
@@ -65,7 +65,7 @@ func TestQuickBench(t *testing.T) {
 		t.Skip("set PLAN_CASCADE_BENCH=1")
 	}
 	var out bytes.Buffer
-	env := bench.Env{Out: &out, Err: io.Discard, Infof: func(string, ...any) {},
+	env := benchapi.Env{Out: &out, Err: io.Discard, Infof: func(string, ...any) {},
 		Table: func(h []string, rows [][]string) {
 			fmt.Fprintln(&out, strings.Join(h, "\t"))
 			for _, r := range rows {

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/internal/benchapi"
+	"github.com/plan-dev/plan/internal/tables"
 	pc "github.com/plan-dev/plan/planner/cascade"
 )
 
@@ -25,9 +27,9 @@ type Command struct {
 	user    userInput
 }
 
-// Help implements bench.Bench.
-func (o *Command) Help() bench.Help {
-	return bench.Help{
+// Help implements benchapi.Bench.
+func (o *Command) Help() benchapi.Help {
+	return benchapi.Help{
 		Name:  "cascade",
 		Short: "CascadeServe vs DynBa, MS+, Cocktail+, no-switch and no-cascade on BERT and Llama stand-ins",
 		Long: `Reproduces CascadeServe's evaluation (paper §6) on stand-ins: seeded latent-difficulty
@@ -71,7 +73,7 @@ paper's oracle (future QPS known) and as the runtime autoscaler (cocktail+rt).`,
 	}
 }
 
-// Flags implements bench.Bench.
+// Flags implements benchapi.Bench.
 func (o *Command) Flags(f *pflag.FlagSet) {
 	f.BoolVar(&o.quick, "quick", false, "reduced run (one target per set-up, 3,000 samples, 30 s BERT window): under 2 minutes")
 	f.StringVar(&o.report, "report", "", "directory for bench.json and the plots (accuracy vs p95, degradation time series; PNG and SVG)")
@@ -107,8 +109,8 @@ type Report struct {
 	Elapsed     float64       `json:"elapsed_s"`
 }
 
-// Run implements bench.Bench.
-func (o *Command) Run(ctx context.Context, env bench.Env) error {
+// Run implements benchapi.Bench.
+func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 	start := time.Now()
 	if err := bench.PrepareReport(o.report); err != nil {
 		return err
@@ -255,7 +257,7 @@ var paper = map[string]string{
 	"llama": "paper (acc ≥ 0.625): CS 4 GPUs p95 3.37 s vs DynBa-70B 16 GPUs (≈2.7×); planner 0.1 s (Llama) / 1 s (BERT) vs 9 / 16 min exhaustive",
 }
 
-func (o *Command) print(env bench.Env, rep Report) {
+func (o *Command) print(env benchapi.Env, rep Report) {
 	var rows [][]string
 	for _, r := range rep.MinGPUs {
 		gpus := "-"
@@ -279,7 +281,7 @@ func (o *Command) print(env bench.Env, rep Report) {
 	fmt.Fprintln(env.Out, "GPUs needed per accuracy target at the latency SLO (plan; replay of the trace's peak window: accuracy and p95 over answered requests, dropped requests counted apart):")
 	header := []string{"ACC_TARGET", "SYSTEM", "GPUS", "PLAN_ACC", "SERVED_ACC/P95", "PLAN_MS", "NOTE"}
 	env.Table(header, rows)
-	bench.DashNote(env.Out, header, rows, map[string]string{"GPUS": "no feasible plan at that target (NOTE says why)", "SERVED_ACC/P95": "nothing replayed: no plan, or no request answered"})
+	tables.DashNote(env.Out, header, rows, map[string]string{"GPUS": "no feasible plan at that target (NOTE says why)", "SERVED_ACC/P95": "nothing replayed: no plan, or no request answered"})
 	o.printPlanned(env, rep)
 	// savings
 	fmt.Fprintln(env.Out)
@@ -348,7 +350,7 @@ func (o *Command) print(env bench.Env, rep Report) {
 
 // userData prepares the set-up of the user's own data (--profile, --records, ...), nil
 // without those flags.
-func (o *Command) userData(trace []float64, env bench.Env) (*data, error) {
+func (o *Command) userData(trace []float64, env benchapi.Env) (*data, error) {
 	if !o.user.given() {
 		return nil, nil
 	}
@@ -373,7 +375,7 @@ func (o *Command) userData(trace []float64, env bench.Env) (*data, error) {
 }
 
 // printPlanned prints the planners' own fleets per provisioning rule.
-func (o *Command) printPlanned(env bench.Env, rep Report) {
+func (o *Command) printPlanned(env benchapi.Env, rep Report) {
 	if len(rep.Planned) == 0 {
 		return
 	}
@@ -389,15 +391,15 @@ func (o *Command) printPlanned(env bench.Env, rep Report) {
 	fmt.Fprintln(env.Out, "GPUs each planner provisions (plan solve --min-gpus at the latency SLO, the target as accuracy floor):")
 	header := []string{"SETUP", "ACC_TARGET", "SYSTEM", "PROVISION", "GPUS", "PLAN_ACC", "NOTE"}
 	env.Table(header, rows)
-	bench.DashNote(env.Out, header, rows, map[string]string{"GPUS": "the planner provisioned no plan (NOTE says why)", "PLAN_ACC": "no plan to judge"})
+	tables.DashNote(env.Out, header, rows, map[string]string{"GPUS": "the planner provisioned no plan (NOTE says why)", "PLAN_ACC": "no plan to judge"})
 }
 
 const reportKind = "CascadeBench"
 
-// ReportKind implements bench.ReportReader.
+// ReportKind implements benchapi.ReportReader.
 func (o *Command) ReportKind() string { return reportKind }
 
-// ReadReport implements bench.ReportReader.
+// ReadReport implements benchapi.ReportReader.
 func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
 	return bench.Reread(name, data, reportKind, func(r *Report) string { return r.Kind })
 }

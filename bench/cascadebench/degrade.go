@@ -12,9 +12,9 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
+	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -348,7 +348,7 @@ var paperDegradation = map[string]string{
 	"llama": "paper Fig. 9 (Llama, acc ≥ 0.60): CS on 4 GPUs keeps accuracy, latency rises after ~500 s; MS+ on 8 violates accuracy at the large peak; DynBa on 16 cannot absorb the second spike; Cocktail+ jumps at every peak",
 }
 
-func (o *Command) printDegradation(env bench.Env, rep Report) {
+func (o *Command) printDegradation(env benchapi.Env, rep Report) {
 	if len(rep.Degradation) == 0 {
 		return
 	}

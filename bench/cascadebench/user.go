@@ -17,6 +17,7 @@ import (
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
+	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/planner"
 	pc "github.com/plan-dev/plan/planner/cascade"
 )
@@ -40,7 +41,7 @@ const defaultUserGPUMem = 32 << 30
 
 // readRecords reads per-sample records from a CSV/JSONL/JSON records file, or the first
 // cascade of a workload file (YAML or JSON of kind Workload), read with the registry's
-// sections secs (bench.Env.Sections).
+// sections secs (benchapi.Env.Sections).
 func readRecords(path string, secs *formats.SectionSet) (*cascadesec.Cascade, error) {
 	data, err := formats.ReadBytes(path)
 	if err != nil {
@@ -87,7 +88,7 @@ func readRecords(path string, secs *formats.SectionSet) (*cascadesec.Cascade, er
 // prepareUser builds the bench's set-up from the user's files: the trace keeps its own
 // rates unless --peak rescales it; the test records (--test, or the workload's) are the
 // served requests, else the validation records are replayed (said in the output).
-func prepareUser(u *userInput, trace []float64, env bench.Env) (*data, error) {
+func prepareUser(u *userInput, trace []float64, env benchapi.Env) (*data, error) {
 	prof, err := formats.ReadInto[*formats.Profile](u.profile, nil)
 	if err != nil {
 		return nil, bench.Usagef("--profile: %v", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/internal/benchapi"
 	pc "github.com/plan-dev/plan/planner/cascade"
 )
 
@@ -61,7 +62,7 @@ func userFiles(t *testing.T, edit func(i int, r *cascadesec.ValidationRecord)) (
 func TestUserData(t *testing.T) {
 	prof, recs, test, trace := userFiles(t, nil)
 	var out bytes.Buffer
-	env := bench.Env{Out: &out, Err: io.Discard, Infof: func(f string, a ...any) { fmt.Fprintf(&out, f+"\n", a...) },
+	env := benchapi.Env{Out: &out, Err: io.Discard, Infof: func(f string, a ...any) { fmt.Fprintf(&out, f+"\n", a...) },
 		Table: func(h []string, rows [][]string) {
 			fmt.Fprintln(&out, strings.Join(h, "\t"))
 			for _, r := range rows {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/internal/benchapi"
 )
 
 // Command is `plan bench dyorc`.
@@ -27,9 +28,9 @@ type Command struct {
 	noChange bool
 }
 
-// Help implements bench.Bench.
-func (o *Command) Help() bench.Help {
-	return bench.Help{
+// Help implements benchapi.Bench.
+func (o *Command) Help() benchapi.Help {
+	return benchapi.Help{
 		Name:  "dyorc",
 		Short: "DyOrc vs greedy, round-robin, Triton-like and the oracle on GILL, KC, Debate, image, MIX; accuracy; scaling",
 		Long: `Reproduces DyOrc's evaluation (DyOrc §8) in the simulator on our stand-in profiles
@@ -50,7 +51,7 @@ measured decision time of this Go DP, and each policy's latency before and after
 	}
 }
 
-// Flags implements bench.Bench.
+// Flags implements benchapi.Bench.
 func (o *Command) Flags(f *pflag.FlagSet) {
 	f.BoolVar(&o.quick, "quick", false, "reduced run (1 seed, 600 s, scaling to 128 GPUs): under 2 minutes")
 	f.StringVar(&o.report, "report", "", "directory for bench.json")
@@ -67,8 +68,8 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 	f.BoolVar(&o.noChange, "no-change", false, "skip the MIX pattern-change runs")
 }
 
-// Run implements bench.Bench.
-func (o *Command) Run(ctx context.Context, env bench.Env) error {
+// Run implements benchapi.Bench.
+func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 	start := time.Now()
 	bo := Full()
 	if o.quick {
@@ -110,7 +111,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 }
 
 // Print writes the bench's tables.
-func Print(env bench.Env, res *Result) {
+func Print(env benchapi.Env, res *Result) {
 	o := res.Options
 	mem := o.GPUMemGB
 	if mem <= 0 {
@@ -167,10 +168,10 @@ func Print(env bench.Env, res *Result) {
 
 const reportKind = "DyOrcBench"
 
-// ReportKind implements bench.ReportReader.
+// ReportKind implements benchapi.ReportReader.
 func (o *Command) ReportKind() string { return reportKind }
 
-// ReadReport implements bench.ReportReader.
+// ReadReport implements benchapi.ReportReader.
 func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
 	return bench.RereadResult[Result](name, data, reportKind)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/internal/benchapi"
 	plpard "github.com/plan-dev/plan/planner/pard"
 	"github.com/spf13/pflag"
 )
@@ -31,9 +32,9 @@ type Command struct {
 	stress   []string
 }
 
-// Help implements bench.Bench.
-func (o *Command) Help() bench.Help {
-	return bench.Help{
+// Help implements benchapi.Bench.
+func (o *Command) Help() benchapi.Help {
+	return benchapi.Help{
 		Name:  "pard",
 		Short: "PARD vs Nexus, Clipper++, naive and PARD's ablations on tm, lv, ga, da × wiki, tweet, azure",
 		Long: `Reproduces PARD's evaluation (paper §5) in the simulator on stand-in profiles: each of
@@ -57,7 +58,7 @@ consumed on arrival and at the drop, queueing, GPU time wasted on requests dropp
 	}
 }
 
-// Flags implements bench.Bench.
+// Flags implements benchapi.Bench.
 func (o *Command) Flags(f *pflag.FlagSet) {
 	f.BoolVar(&o.quick, "quick", false, "reduced run (1 seed, 300 s traces): under 2 minutes")
 	f.StringVar(&o.report, "report", "", "directory for bench.json")
@@ -76,7 +77,7 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 	f.BoolVar(&o.trace, "trace", false, "print the per-module decision trace (drops, budget consumed, queueing, wasted GPU time)")
 }
 
-func (o *Command) Run(ctx context.Context, env bench.Env) error {
+func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 	if err := bench.PrepareReport(o.report); err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func pardTimes(x float64) string {
 	return fmt.Sprintf("%.2f×", x)
 }
 
-func printBenchPARD(env bench.Env, res *BenchResult) {
+func printBenchPARD(env benchapi.Env, res *BenchResult) {
 	fmt.Fprintln(env.Out, "Provisioning (MILP, Σ2·d ≤ 0.8·SLO, fewest GPUs at the mean rate):")
 	var rows [][]string
 	for _, m := range res.Modules {
@@ -239,10 +240,10 @@ func laterRange(res *BenchResult, policy string) string {
 
 const reportKind = "PARDBench"
 
-// ReportKind implements bench.ReportReader.
+// ReportKind implements benchapi.ReportReader.
 func (o *Command) ReportKind() string { return reportKind }
 
-// ReadReport implements bench.ReportReader.
+// ReadReport implements benchapi.ReportReader.
 func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
 	return bench.RereadResult[BenchResult](name, data, reportKind)
 }

@@ -3,8 +3,8 @@ package pardbench
 import (
 	"fmt"
 
-	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/internal/benchapi"
 )
 
 // ModuleTrace is the decision trace of one module over a run: where the
@@ -118,7 +118,7 @@ func (row *BenchRow) addTrace(tr []ModuleTrace) {
 }
 
 // printTrace prints the decision trace of every row (`plan bench pard --trace`).
-func printTrace(env bench.Env, res *BenchResult) {
+func printTrace(env benchapi.Env, res *BenchResult) {
 	fmt.Fprintln(env.Out, "Decision trace per module (means over seeds; budget = share of the SLO consumed since t_s; wasted = GPU s spent on requests that ended dropped or late):")
 	var rows [][]string
 	for _, r := range res.Rows {

@@ -11,6 +11,7 @@ import (
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/spf13/pflag"
 )
 
@@ -30,9 +31,9 @@ type Command struct {
 	cv        float64
 }
 
-// Help implements bench.Bench.
-func (o *Command) Help() bench.Help {
-	return bench.Help{
+// Help implements benchapi.Bench.
+func (o *Command) Help() benchapi.Help {
+	return benchapi.Help{
 		Name:  "ppipe",
 		Short: "PPipe vs NP vs DART-r on HC1–HC4 (max load factor at 99% attainment)",
 		Long: `Reproduces PPipe's main comparison (paper §7.2) on roofline stand-in profiles of the
@@ -54,7 +55,7 @@ prints an estimate first.`,
 	}
 }
 
-// Flags implements bench.Bench.
+// Flags implements benchapi.Bench.
 func (o *Command) Flags(f *pflag.FlagSet) {
 	f.BoolVar(&o.quick, "quick", false, "reduced run (HC1, HC2; one group; Poisson; 5 s points): under 2 minutes")
 	f.StringVar(&o.report, "report", "", "directory for bench.json and the solved plans (plans/)")
@@ -70,7 +71,7 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 	f.Float64Var(&o.cv, "cv", DefaultBurstyCV, "coefficient of variation of the bursty (Gamma renewal) trace, calibrated so PPipe loses ≈6% from Poisson to bursty as in the paper")
 }
 
-func (o *Command) Run(ctx context.Context, env bench.Env) error {
+func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 	if err := bench.PrepareReport(o.report); err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func estimateBench(cfg Config, rows int) time.Duration {
 	return total
 }
 
-func printBenchPPipe(env bench.Env, res *Result, sums []Summary) {
+func printBenchPPipe(env benchapi.Env, res *Result, sums []Summary) {
 	var rows [][]string
 	for _, r := range res.Rows {
 		rows = append(rows, []string{r.HC, r.Group, r.Trace,
@@ -235,10 +236,10 @@ type reportFile struct {
 	Config  map[string]interface{} `json:"config"`
 }
 
-// ReportKind implements bench.ReportReader.
+// ReportKind implements benchapi.ReportReader.
 func (o *Command) ReportKind() string { return reportKind }
 
-// ReadReport implements bench.ReportReader.
+// ReadReport implements benchapi.ReportReader.
 func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
 	return bench.Reread(name, data, reportKind, func(r *reportFile) string { return r.Kind })
 }

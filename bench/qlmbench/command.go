@@ -25,6 +25,8 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/internal/benchapi"
+	"github.com/plan-dev/plan/internal/tables"
 	"github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/sim"
 )
@@ -43,9 +45,9 @@ type Command struct {
 	relax    []float64
 }
 
-// Help implements bench.Bench.
-func (o *Command) Help() bench.Help {
-	return bench.Help{
+// Help implements benchapi.Bench.
+func (o *Command) Help() benchapi.Help {
+	return benchapi.Help{
 		Name:  "qlm",
 		Short: "QLM vs vLLM-FCFS, EDF, round-robin/random assignment and ablations on the Azure LLM trace",
 		Long: `Replays the Azure LLM inference trace 2023 (conversation service; embedded in plan under
@@ -62,7 +64,7 @@ QLM +40-90% SLO attainment over vLLM, ahead of EDF; throughput +20% over vLLM an
 	}
 }
 
-// Flags implements bench.Bench.
+// Flags implements benchapi.Bench.
 func (o *Command) Flags(f *pflag.FlagSet) {
 	f.BoolVar(&o.quick, "quick", false, "first 3 minutes of virtual time (under 2 minutes)")
 	f.StringVar(&o.report, "report", "", "directory for bench.json")
@@ -199,8 +201,8 @@ var Workloads = []Workload{
 			{Name: "a100x4", GPU: "4xA100", GPUCount: 4, Model: "llama-2-70b"}, {Name: "a10-0", GPU: "A10", Model: "mistral-7b"}}},
 }
 
-// Run implements bench.Bench.
-func (o *Command) Run(_ context.Context, env bench.Env) error {
+// Run implements benchapi.Bench.
+func (o *Command) Run(_ context.Context, env benchapi.Env) error {
 	if o.speedup <= 0 || o.share < 0 || o.share > 1 || o.minutes <= 0 {
 		return bench.Usagef("--speedup must be > 0, --share in [0, 1], --minutes > 0")
 	}
@@ -294,7 +296,7 @@ func (o *Command) Run(_ context.Context, env bench.Env) error {
 		"TTFT_P50/P99_S", "TPOT_P50/P99_MS", "E2E_P50/P99_S", "OUT_TOK/S", "WALL_S", "PREEMPTIONS", "EVICT/SWAP/MODEL", "REPLANS/FALLBACK"}
 	env.Table(header, tab)
 	noStamp := "no sample: the policy stamps no first token"
-	bench.DashNote(env.Out, header, tab, map[string]string{"TTFT_P50/P99_S": noStamp, "TPOT_P50/P99_MS": noStamp, "E2E_P50/P99_S": "no request answered"})
+	tables.DashNote(env.Out, header, tab, map[string]string{"TTFT_P50/P99_S": noStamp, "TPOT_P50/P99_MS": noStamp, "E2E_P50/P99_S": "no request answered"})
 	env.Infof("paper: QLM +40-90%% SLO attainment over vLLM and +50-90%% over SHEPHERD (W_A, W_B), above EDF; throughput +20%% over vLLM/EDF, +50%% over SHEPHERD; relaxation (W_A): EDF meets all SLOs at 3x, SHEPHERD at 5x, vLLM at 11x\n")
 	return nil
 }
@@ -510,10 +512,10 @@ func rooflineProfiles(w Workload) ([]formats.LLMProfile, error) {
 
 const reportKind = "QLMBench"
 
-// ReportKind implements bench.ReportReader.
+// ReportKind implements benchapi.ReportReader.
 func (o *Command) ReportKind() string { return reportKind }
 
-// ReadReport implements bench.ReportReader.
+// ReadReport implements benchapi.ReportReader.
 func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
 	return bench.Reread(name, data, reportKind, func(r *Report) string { return r.Kind })
 }

@@ -1,6 +1,8 @@
 package qlmbench
 
 import (
+	"github.com/plan-dev/plan/internal/benchapi"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -8,8 +10,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/plan-dev/plan/bench"
 )
 
 // TestEmbeddedData: the embedded trace is the whole Azure conversation trace (19,366 data
@@ -50,7 +50,7 @@ func TestEmbeddedData(t *testing.T) {
 func TestRunReportsProgress(t *testing.T) {
 	var steps []string
 	var out bytes.Buffer
-	env := bench.Env{Out: &out, Err: io.Discard, Infof: func(string, ...any) {},
+	env := benchapi.Env{Out: &out, Err: io.Discard, Infof: func(string, ...any) {},
 		Table:    func([]string, [][]string) {},
 		Progress: func(f string, a ...any) { steps = append(steps, fmt.Sprintf(f, a...)) }}
 	c := &Command{quick: true, workload: "single", policies: []string{"qlm", "qlm-edf"}, speedup: 0.5, share: 0.2, minutes: 10}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/internal/benchapi"
 )
 
 // TestPoliciesFlag: --policies takes a comma-separated list; an unknown name is a usage error
@@ -29,7 +30,7 @@ func TestPoliciesFlag(t *testing.T) {
 		if err := fs.Parse([]string{"--policies", tc.arg, "--trace", "/nonexistent/trace.csv", "--workload", "single"}); err != nil {
 			t.Fatal(err)
 		}
-		err := o.Run(context.Background(), bench.Env{Out: io.Discard, Err: io.Discard})
+		err := o.Run(context.Background(), benchapi.Env{Out: io.Discard, Err: io.Discard})
 		if !errors.Is(err, bench.ErrUsage) {
 			t.Fatalf("--policies %s: err %v, want a usage error", tc.arg, err)
 		}

@@ -22,7 +22,9 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/tables"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -53,9 +55,9 @@ type Command struct {
 	highsLog  bool
 }
 
-// Help implements bench.Bench.
-func (o *Command) Help() bench.Help {
-	return bench.Help{
+// Help implements benchapi.Bench.
+func (o *Command) Help() benchapi.Help {
+	return benchapi.Help{
 		Name:  "solver",
 		Short: "HiGHS on model files per solver engine: time per simplex iteration, time to a MIP gap",
 		Long: `Solves model files (LP or MPS) with the in-process HiGHS on each solver engine (native:
@@ -88,7 +90,7 @@ unknown name: exit 2); --highs-log prints HiGHS's own log of every run on stderr
 	}
 }
 
-// Flags implements bench.Bench.
+// Flags implements benchapi.Bench.
 func (o *Command) Flags(f *pflag.FlagSet) {
 	f.BoolVar(&o.quick, "quick", false, "one run per engine and model")
 	f.StringVar(&o.report, "report", "", "directory for bench.json")
@@ -140,8 +142,8 @@ type Result struct {
 	Rows         []Row    `json:"rows"`
 }
 
-// Run implements bench.Bench.
-func (o *Command) Run(ctx context.Context, env bench.Env) error {
+// Run implements benchapi.Bench.
+func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 	if err := bench.PrepareReport(o.report); err != nil {
 		return err
 	}
@@ -300,7 +302,7 @@ func runModel(ctx context.Context, m Model, opts solver.FileOptions, reps int) (
 	return row, nil
 }
 
-func printResult(env bench.Env, res *Result) {
+func printResult(env benchapi.Env, res *Result) {
 	what := "LP relaxation, presolve " + res.Presolve
 	if !res.Relaxation {
 		what = fmt.Sprintf("MILP to gap %g within %gs", res.Gap, res.TimeLimitS)
@@ -321,15 +323,15 @@ func printResult(env bench.Env, res *Result) {
 	}
 	header := []string{"model", "engine", "status", "objective", "iterations", "nodes", "gap", "run ms", "µs/iter", "vs native"}
 	env.Table(header, rows)
-	bench.DashNote(env.Out, header, rows, map[string]string{"vs native": "no native run of the model to compare with (a build without the native engine)"})
+	tables.DashNote(env.Out, header, rows, map[string]string{"vs native": "no native run of the model to compare with (a build without the native engine)"})
 }
 
 const reportKind = "SolverBench"
 
-// ReportKind implements bench.ReportReader.
+// ReportKind implements benchapi.ReportReader.
 func (o *Command) ReportKind() string { return reportKind }
 
-// ReadReport implements bench.ReportReader.
+// ReadReport implements benchapi.ReportReader.
 func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
 	return bench.RereadResult[Result](name, data, reportKind)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/internal/benchapi"
 )
 
 // Command is `plan bench speed`.
@@ -35,9 +36,9 @@ type Command struct {
 	serveWindow time.Duration
 }
 
-// Help implements bench.Bench.
-func (o *Command) Help() bench.Help {
-	return bench.Help{
+// Help implements benchapi.Bench.
+func (o *Command) Help() benchapi.Help {
+	return benchapi.Help{
 		Name:  "speed",
 		Short: "The project's speed ratios on this machine, in one table: simulator scaling, solver, serve",
 		Long: `Measures the project's speed ratios in one process on the machine at hand and prints one
@@ -84,7 +85,7 @@ better than wall-clock ones on a shared one. --quick shortens every run (about 1
 	}
 }
 
-// Flags implements bench.Bench.
+// Flags implements benchapi.Bench.
 func (o *Command) Flags(f *pflag.FlagSet) {
 	f.BoolVar(&o.quick, "quick", false, "shorter runs (about 1-2 minutes on 2 cores)")
 	f.StringVar(&o.report, "report", "", "directory for bench.json")
@@ -165,7 +166,7 @@ func ok(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
 // measure is one row's runner.
 type measure struct {
 	name, group string
-	run         func(ctx context.Context, o *Command, env bench.Env) (Row, error)
+	run         func(ctx context.Context, o *Command, env benchapi.Env) (Row, error)
 }
 
 func measures() []measure {
@@ -211,8 +212,8 @@ func pick(want []string) ([]measure, error) {
 	return out, nil
 }
 
-// Run implements bench.Bench.
-func (o *Command) Run(ctx context.Context, env bench.Env) error {
+// Run implements benchapi.Bench.
+func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 	if err := bench.PrepareReport(o.report); err != nil {
 		return err
 	}
@@ -279,7 +280,7 @@ func ratioText(r Row) string {
 	return fmt.Sprintf("%.3f (target %s)", *r.Ratio, r.Target)
 }
 
-func printResult(env bench.Env, res *Result) {
+func printResult(env benchapi.Env, res *Result) {
 	what := "full"
 	if res.Quick {
 		what = "quick"

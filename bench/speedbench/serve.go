@@ -9,10 +9,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/internal/simbench"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/load"
@@ -63,7 +63,7 @@ type serveRun struct {
 
 func serveMeasures() []measure {
 	var run *serveRun
-	get := func(ctx context.Context, o *Command, env bench.Env) (*serveRun, error) {
+	get := func(ctx context.Context, o *Command, env benchapi.Env) (*serveRun, error) {
 		if run != nil {
 			return run, nil
 		}
@@ -74,14 +74,14 @@ func serveMeasures() []measure {
 		return r, err
 	}
 	return []measure{
-		{name: "serve-rate", group: "serve", run: func(ctx context.Context, o *Command, env bench.Env) (Row, error) {
+		{name: "serve-rate", group: "serve", run: func(ctx context.Context, o *Command, env benchapi.Env) (Row, error) {
 			r, err := get(ctx, o, env)
 			if err != nil {
 				return Row{}, err
 			}
 			return r.rateRow(), nil
 		}},
-		{name: "serve-cpu", group: "serve", run: func(ctx context.Context, o *Command, env bench.Env) (Row, error) {
+		{name: "serve-cpu", group: "serve", run: func(ctx context.Context, o *Command, env benchapi.Env) (Row, error) {
 			r, err := get(ctx, o, env)
 			if err != nil {
 				return Row{}, err
@@ -100,7 +100,7 @@ func wideDeploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
 
 // runServe drives the floor and plan serve, interleaved rate by rate so that both see the
 // same machine, each on a fresh server on 127.0.0.1 (httptest listens on loopback only).
-// secs are the registry's sections (bench.Env.Sections): the plan, the floor's and the one
+// secs are the registry's sections (benchapi.Env.Sections): the plan, the floor's and the one
 // plan load fetches from each server are read with them.
 func runServe(ctx context.Context, o *Command, secs *formats.SectionSet) (*serveRun, error) {
 	raw, err := embedded("wide.json")

@@ -12,11 +12,11 @@ import (
 	"runtime/metrics"
 	"time"
 
-	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/internal/simbench"
 	"github.com/plan-dev/plan/sim/simscale"
 )
@@ -44,7 +44,7 @@ func embedded(name string) ([]byte, error) {
 }
 
 // simCase is one sim-POLICY row: its case builder at scale k for a simulated window (0: the
-// benchmark's), reading its bundled inputs with the registry's sections (bench.Env.Sections),
+// benchmark's), reading its bundled inputs with the registry's sections (benchapi.Env.Sections),
 // and the window --quick uses (0: the benchmark's too).
 type simCase struct {
 	name, policy string
@@ -90,7 +90,7 @@ func simCases() []simCase {
 func simMeasures() []measure {
 	var ms []measure
 	for _, c := range simCases() {
-		ms = append(ms, measure{name: c.name, group: "sim", run: func(ctx context.Context, o *Command, env bench.Env) (Row, error) {
+		ms = append(ms, measure{name: c.name, group: "sim", run: func(ctx context.Context, o *Command, env benchapi.Env) (Row, error) {
 			return runSim(ctx, o, env, c)
 		}})
 	}
@@ -161,7 +161,7 @@ func (s *simSide) rate() float64 { return float64(s.events) / s.cpu.Seconds() }
 // at a time; with one k× run per pass of a loop that ran the 1× case once too, the 1× side
 // went on alone once the k× side had its runs, and sim-dyorc read 0.68–0.93 on one binary
 // (bench/RESULTS.md). Rounds go on until each side has used minCPU and there are minRuns.
-func runSim(ctx context.Context, o *Command, env bench.Env, c simCase) (Row, error) {
+func runSim(ctx context.Context, o *Command, env benchapi.Env, c simCase) (Row, error) {
 	var dur dataplane.Time
 	minRuns, minCPU := 3, 2*time.Second
 	if o.quick {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/solverbench"
+	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/internal/quantile"
 	"github.com/plan-dev/plan/internal/simbench"
 	"github.com/plan-dev/plan/solver"
@@ -30,7 +31,7 @@ const referenceGlob = "third_party/highs/reference/HiGHS-*/build*/lpbench"
 
 func solverMeasures() []measure {
 	lp := func(model string) measure {
-		return measure{name: "solver-lp-" + model, group: "solver", run: func(ctx context.Context, o *Command, _ bench.Env) (Row, error) {
+		return measure{name: "solver-lp-" + model, group: "solver", run: func(ctx context.Context, o *Command, _ benchapi.Env) (Row, error) {
 			return runLP(ctx, o, model)
 		}}
 	}
@@ -237,7 +238,7 @@ func runReference(ctx context.Context, bin, file string) (int64, float64, error)
 // row alone gives HiGHS no objective limit to fix columns by reduced cost against (786
 // nodes, 7.5-8.0 CPU-s against 10.2-10.7). The planner's throughput phase does not pass it:
 // on its in-memory model, raced on two cores, it was slower (bench/RESULTS.md).
-func runMILP(ctx context.Context, o *Command, _ bench.Env) (Row, error) {
+func runMILP(ctx context.Context, o *Command, _ benchapi.Env) (Row, error) {
 	const name, unit, refName = "solver-milp-hc2-g1", "CPU-s", "(absolute budget)"
 	tgt := target{bound: 8}
 	m, err := model("hc2-g1")

@@ -80,6 +80,10 @@ var layers = []layer{
 	{"profiler", 2, "profiler", 0},
 	// The embedded demo inputs are data: anything above formats may embed them.
 	{"internal/demo", 1, "demo", 0},
+	// benchapi is the contract of a `plan bench` subcommand (Bench, Env, ReportReader): a
+	// leaf above formats, so the registry lists benches and `plan validate` reads their
+	// reports without importing bench.
+	{"internal/benchapi", 1, "benchapi", 0},
 	// Each system's sections (validation and cross-file checks of its typed plan and workload
 	// sections): above formats' shared types, below everything that reads files, so the
 	// registry (and tests) hand them to formats as a SectionSet.
@@ -87,6 +91,9 @@ var layers = []layer{
 	{"formats", 0, "formats", 0},
 	// Dependency-free helpers and test-only packages.
 	{"internal/simbench", 0, "simbench", 0},
+	// tables: the note under a table that says why some cells are "-", for the commands and
+	// the benches alike.
+	{"internal/tables", 0, "tables", 0},
 	// progress decides, in one place, whether stderr is a terminal (progress lines or none).
 	{"internal/progress", 0, "progress", 0},
 	{"internal/readme", 0, "readme", 0},

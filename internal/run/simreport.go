@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/plan-dev/plan/internal/tables"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -124,7 +125,7 @@ func PrintLLMTable(app *IO, points []sim.Point) {
 	header := []string{"load", "class", "ttft p50/p90/p99 ms", "tpot p50/p90/p99 ms", "e2e p50/p90/p99 ms", "mean ttft/tpot/e2e ms", "out tok/s", "missed ttft/tpot"}
 	app.Table(header, rows)
 	noSample := "no request of the class answered with that time at that load"
-	DashNote(app.Out, header, rows, map[string]string{"ttft p50/p90/p99 ms": noSample, "tpot p50/p90/p99 ms": noSample,
+	tables.DashNote(app.Out, header, rows, map[string]string{"ttft p50/p90/p99 ms": noSample, "tpot p50/p90/p99 ms": noSample,
 		"e2e p50/p90/p99 ms": noSample, "mean ttft/tpot/e2e ms": noSample, "out tok/s": "no output token known (the server drew the lengths)"})
 	if unstamped {
 		fmt.Fprintln(app.Out, "note: the policy stamped no first token for some answered requests: they have no TTFT or TPOT sample (see the report's llm.unstamped)")

@@ -6,8 +6,6 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
-
-	"github.com/plan-dev/plan/bench"
 )
 
 // WriteTable renders the plain layout every command and benchmark has printed since the first
@@ -40,9 +38,4 @@ func WriteTable(w io.Writer, header []string, rows [][]string) {
 	// closed terminal has nowhere to report either.
 	_ = t.Bulk(rows)
 	_ = t.Render()
-}
-
-// DashNote is bench.DashNote: the one way a table of plan's says why a cell is "-".
-func DashNote(w io.Writer, header []string, rows [][]string, why map[string]string) {
-	bench.DashNote(w, header, rows, why)
 }

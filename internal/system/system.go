@@ -7,11 +7,11 @@ package system
 import (
 	"math/rand/v2"
 
-	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/worker"
@@ -59,7 +59,7 @@ type System struct {
 	Capacity func(p *formats.Plan, dep *dataplane.Deployment) (map[string]float64, error)
 
 	// Benches are its `plan bench` subcommands, one fresh value per call.
-	Benches []func() bench.Bench
+	Benches []func() benchapi.Bench
 
 	// Exporters write its plans for `plan export --to TARGET`, one per target (Triton,
 	// KServe, Ray Serve).

@@ -24,6 +24,7 @@ import (
 	"github.com/plan-dev/plan/internal/run/solve"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/internal/tables"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
 	"github.com/plan-dev/plan/sim"
@@ -383,7 +384,7 @@ func write(io *run.IO, o Args, rep Report) error {
 	if rep.Baseline != "" {
 		why[header[6]] = "the baseline found no fleet"
 	}
-	run.DashNote(io.Out, header, rows, why)
+	tables.DashNote(io.Out, header, rows, why)
 	return nil
 }
 

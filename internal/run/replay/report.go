@@ -11,6 +11,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/run"
+	"github.com/plan-dev/plan/internal/tables"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -54,7 +55,7 @@ func printEngineReport(io *run.IO, rep *sim.EngineReport) {
 	header := []string{"class", "answered", "ttft p50/p90/p95/p99 ms", "tpot p50/p90/p95/p99 ms", "e2e p50/p90/p95/p99 ms", "mean ttft/tpot/e2e ms"}
 	io.Table(header, rows)
 	noSample := "no request of the class answered with that time"
-	run.DashNote(io.Out, header, rows, map[string]string{"ttft p50/p90/p95/p99 ms": noSample, "tpot p50/p90/p95/p99 ms": "no answered request of the class has two output tokens or more",
+	tables.DashNote(io.Out, header, rows, map[string]string{"ttft p50/p90/p95/p99 ms": noSample, "tpot p50/p90/p95/p99 ms": "no answered request of the class has two output tokens or more",
 		"e2e p50/p90/p95/p99 ms": noSample, "mean ttft/tpot/e2e ms": noSample})
 	fmt.Fprintln(io.Out)
 	fmt.Fprintf(io.Out, "throughput: %.3f req/s, %.1f output tokens/s over %.3f s (first arrival to last finish); %d prompt, %d output tokens\n",

@@ -17,6 +17,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/run"
+	"github.com/plan-dev/plan/internal/tables"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -107,7 +108,7 @@ func printSimTable(io *run.IO, rep *sim.Report) {
 	for _, c := range cls {
 		why["util "+c] = "no " + c + " GPU in the deployment at that load"
 	}
-	run.DashNote(io.Out, header, rows, why)
+	tables.DashNote(io.Out, header, rows, why)
 	run.PrintLLMTable(io, rep.Points)
 	fmt.Fprintf(io.Out, "\n%s\n", maxLoadLine(rep))
 	if sloP > 0 {

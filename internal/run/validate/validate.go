@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
+	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner/schedule"
@@ -32,7 +32,7 @@ type Args struct {
 	Systems *systems.Registry
 	// ToolBenches are the benches besides the systems' own (plan bench solver, speed): their
 	// bench.json files are recognised too.
-	ToolBenches []func() bench.Bench
+	ToolBenches []func() benchapi.Bench
 }
 
 // Run checks a.Files, printing every problem to stderr as FILE: FIELD.PATH: VALUE: RULE and

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
+	"github.com/plan-dev/plan/internal/benchapi"
 	runap "github.com/plan-dev/plan/internal/run/autopilot"
 	"github.com/plan-dev/plan/internal/run/frontier"
 	"github.com/plan-dev/plan/internal/run/replay"
@@ -43,7 +43,7 @@ const (
 )
 
 // writtenKinds lists them, with the bench.json of every bench of systems and tools.
-func writtenKinds(reg *systems.Registry, toolBenches []func() bench.Bench) []Kind {
+func writtenKinds(reg *systems.Registry, toolBenches []func() benchapi.Bench) []Kind {
 	ks := []Kind{
 		{kindSimulationReport, func(data []byte, top map[string]json.RawMessage) bool {
 			return kindIs(top, kindSimulationReport)
@@ -73,12 +73,12 @@ func writtenKinds(reg *systems.Registry, toolBenches []func() bench.Bench) []Kin
 		}, indentJSON)},
 		{kindSimulatedRequests, isRequestLog, rereadRequestLog},
 	}
-	var benches []func() bench.Bench
+	var benches []func() benchapi.Bench
 	for _, s := range reg.Systems() {
 		benches = append(benches, s.Benches...)
 	}
 	for _, nb := range append(benches, toolBenches...) {
-		r, ok := nb().(bench.ReportReader)
+		r, ok := nb().(benchapi.ReportReader)
 		if !ok {
 			continue
 		}
@@ -91,7 +91,7 @@ func writtenKinds(reg *systems.Registry, toolBenches []func() bench.Bench) []Kin
 }
 
 // KindOf finds the kind data is among writtenKinds; ok is false for none.
-func KindOf(reg *systems.Registry, toolBenches []func() bench.Bench, data []byte) (Kind, bool) {
+func KindOf(reg *systems.Registry, toolBenches []func() benchapi.Bench, data []byte) (Kind, bool) {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(data, &top) != nil {
 		top = nil

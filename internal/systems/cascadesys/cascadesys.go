@@ -13,13 +13,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/cascadebench"
 	"github.com/plan-dev/plan/dataplane"
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
 	xcascade "github.com/plan-dev/plan/export/cascade"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
+	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	pc "github.com/plan-dev/plan/planner/cascade"
@@ -57,7 +57,7 @@ func System() system.System {
 		Policies:  dpc.Policies(),
 		Sample:    dpc.Sample,
 		Checker:   Checker{},
-		Benches:   []func() bench.Bench{func() bench.Bench { return &cascadebench.Command{} }},
+		Benches:   []func() benchapi.Bench{func() benchapi.Bench { return &cascadebench.Command{} }},
 		Exporters: xcascade.Exporters(),
 	}
 }

@@ -13,13 +13,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/dyorcbench"
 	"github.com/plan-dev/plan/dataplane"
 	dpd "github.com/plan-dev/plan/dataplane/dyorc"
 	xdyorc "github.com/plan-dev/plan/export/dyorc"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
+	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems/dyorcsys/dyorcsim"
 	"github.com/plan-dev/plan/planner"
@@ -58,7 +58,7 @@ func System() system.System {
 		Checker:  Checker{},
 		// The autopilot sizes a plan by its capacity in simulation (dyorc.Capacity).
 		Capacity: system.PlanCapacity(dyorc.Capacity),
-		Benches:  []func() bench.Bench{func() bench.Bench { return &dyorcbench.Command{} }},
+		Benches:  []func() benchapi.Bench{func() benchapi.Bench { return &dyorcbench.Command{} }},
 		// plan export: Triton, KServe and Ray Serve files (export/dyorc).
 		Exporters: xdyorc.Exporters(),
 		// plan serve: POST /v1/workflows/{app}/run (serve/workflow).

@@ -11,13 +11,13 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/pardbench"
 	"github.com/plan-dev/plan/dataplane"
 	dppard "github.com/plan-dev/plan/dataplane/pard"
 	xpard "github.com/plan-dev/plan/export/pard"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
+	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/pard"
@@ -45,7 +45,7 @@ func System() system.System {
 		// re-solve fills each rung of the ladder; other plans report their rates.
 		Capacity:  system.PlanCapacity(pard.AutopilotCapacity),
 		Exporters: xpard.Exporters(),
-		Benches:   []func() bench.Bench{func() bench.Bench { return &pardbench.Command{} }},
+		Benches:   []func() benchapi.Bench{func() benchapi.Bench { return &pardbench.Command{} }},
 		// A failed solve's problems name the workload or cluster file that holds them.
 		// PARD's sections, registered whole (formats/sections).
 		Sections: system.Sections{Plan: pardsec.PlanSection, Workload: []formats.Section{pardsec.WorkloadSection}, SolveErrors: solveErrors},

@@ -11,13 +11,13 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/ppipebench"
 	"github.com/plan-dev/plan/dataplane"
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
 	xppipe "github.com/plan-dev/plan/export/ppipe"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
+	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/ppipe"
@@ -45,7 +45,7 @@ func System() system.System {
 		Sample:    dpppipe.Sample,
 		Checker:   Checker{},
 		Exporters: xppipe.Exporters(),
-		Benches:   []func() bench.Bench{func() bench.Bench { return &ppipebench.Command{} }},
+		Benches:   []func() benchapi.Bench{func() benchapi.Bench { return &ppipebench.Command{} }},
 		// onnx workers run partitions of the plan's one model (PPipe §3's blocks).
 		ONNXCuts: dpppipe.ONNXCuts,
 	}

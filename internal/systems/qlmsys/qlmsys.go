@@ -12,13 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/qlmbench"
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	xqlm "github.com/plan-dev/plan/export/qlm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/llmdeploy"
@@ -55,7 +55,7 @@ func System() system.System {
 		// The autopilot sizes QLM plans by what their instances serve (planner/qlm
 		// capacity.go), not by the workload's rates the plan states.
 		Capacity: system.PlanCapacity(pq.PlanCapacity),
-		Benches:  []func() bench.Bench{func() bench.Bench { return &qlmbench.Command{} }},
+		Benches:  []func() benchapi.Bench{func() benchapi.Bench { return &qlmbench.Command{} }},
 		// plan export: Triton, KServe and Ray Serve files (export/qlm).
 		Exporters: xqlm.Exporters(),
 		// The OpenAI-compatible API and the durable batch queue (serve/openai).

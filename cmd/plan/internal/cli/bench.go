@@ -10,6 +10,7 @@ import (
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/solverbench"
 	"github.com/plan-dev/plan/bench/speedbench"
+	"github.com/plan-dev/plan/internal/benchapi"
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/run"
 )
@@ -46,12 +47,12 @@ Every benchmark has --quick (a reduced run that finishes in under two minutes) a
 }
 
 // toolBenches are the benches of plan's own machinery rather than of one system.
-var toolBenches = []func() bench.Bench{
-	func() bench.Bench { return &solverbench.Command{} },
-	func() bench.Bench { return &speedbench.Command{} },
+var toolBenches = []func() benchapi.Bench{
+	func() benchapi.Bench { return &solverbench.Command{} },
+	func() benchapi.Bench { return &speedbench.Command{} },
 }
 
-func newBenchSubcommand(app *App, nb func() bench.Bench) *cobra.Command {
+func newBenchSubcommand(app *App, nb func() benchapi.Bench) *cobra.Command {
 	b := nb()
 	h := b.Help()
 	cmd := &cobra.Command{
@@ -74,7 +75,7 @@ func newBenchSubcommand(app *App, nb func() bench.Bench) *cobra.Command {
 			out := task.Above(app.Out)
 			table := func(h []string, rows [][]string) { run.WriteTable(out, h, rows) }
 			writeJSON := func(v any) error { io := app.IO; io.Out = out; return io.WriteJSON(v) }
-			env := bench.Env{Out: out, Err: app.Err, JSON: app.JSONOutput(), Infof: infof, Table: table, WriteJSON: writeJSON, Progress: progress,
+			env := benchapi.Env{Out: out, Err: app.Err, JSON: app.JSONOutput(), Infof: infof, Table: table, WriteJSON: writeJSON, Progress: progress,
 				Sections: app.Systems.Sections()}
 			err := b.Run(cmd.Context(), env)
 			if err != nil {
