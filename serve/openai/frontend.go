@@ -272,6 +272,24 @@ type submission struct {
 	tick   chan struct{}
 }
 
+// delivered is the tokens the engine delivered to the choice so far, never past max_tokens
+// (a preempted request's recomputed iterations yield none).
+func (sub *submission) delivered() int {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if limit := sub.req.MaxTokens; limit > 0 {
+		return min(sub.tokens, limit)
+	}
+	return sub.tokens
+}
+
+// output is the choice's output length once it finished (completionTokens).
+func (sub *submission) output() int {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return completionTokens(sub.req, sub.tokens)
+}
+
 func (f *Frontend) newID(chat bool) string {
 	p := "cmpl-"
 	if chat {

@@ -27,10 +27,6 @@ type Usage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
-func usage(req *Request, out int) *Usage {
-	return &Usage{PromptTokens: req.PromptTokens, CompletionTokens: out, TotalTokens: req.PromptTokens + out}
-}
-
 // totalUsage is the usage of a whole answer whose choices generated outs: every prompt's
 // tokens once, however many choices it has (n), and every choice's output (as vLLM counts).
 func totalUsage(req *Request, subs []*submission, outs []int) *Usage {
@@ -49,9 +45,7 @@ func totalUsage(req *Request, subs []*submission, outs []int) *Usage {
 func outputs(subs []*submission) []int {
 	outs := make([]int, len(subs))
 	for i, sub := range subs {
-		sub.mu.Lock()
-		outs[i] = completionTokens(sub.req, sub.tokens)
-		sub.mu.Unlock()
+		outs[i] = sub.output()
 	}
 	return outs
 }
