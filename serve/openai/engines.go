@@ -415,7 +415,7 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, instance stri
 			}
 			e := &Error{Status: 502, Type: "server_error", Code: "engine_failed",
 				Message: fmt.Sprintf("instance %s engine %s: the stream broke off: %v", instance, es.URL, err)}
-			eb, _ := json.Marshal(map[string]*Error{"error": e})
+			eb, _ := json.Marshal(errorBody{e})
 			sep := ""
 			if tail != "\n\n" {
 				sep = "\n\n" // end the broken event, so the error is an event of its own

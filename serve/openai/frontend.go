@@ -172,7 +172,7 @@ func writeError(w http.ResponseWriter, e *Error) {
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.FormatInt(e.RetryAfter, 10))
 	}
-	writeJSON(w, e.Status, map[string]*Error{"error": e})
+	writeJSON(w, e.Status, errorBody{e})
 }
 
 // active checks that the plan being served is this front end's system's.

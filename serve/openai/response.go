@@ -50,26 +50,25 @@ func outputs(subs []*submission) []int {
 	return outs
 }
 
-// response builds the whole (non-streaming) answer of finished choices subs.
-func response(req *Request, id string, created int64, subs []*submission) map[string]any {
-	object := "text_completion"
-	if req.Chat {
-		object = "chat.completion"
-	}
+// response is the whole (non-streaming) answer of finished choices subs: a completion of
+// textChoice or of chatChoice.
+func response(req *Request, id string, created int64, subs []*submission) any {
 	outs := outputs(subs)
-	cs := make([]any, len(subs))
-	for i, sub := range subs {
-		choice := map[string]any{"index": i, "finish_reason": finishReason(sub.req)}
-		if req.Chat {
-			choice["message"] = map[string]any{"role": "assistant", "content": Filler(0, outs[i])}
-		} else {
-			choice["text"] = Filler(0, outs[i])
-			choice["logprobs"] = nil
+	u := totalUsage(req, subs, outs)
+	if req.Chat {
+		cs := make([]chatChoice, len(subs))
+		for i, sub := range subs {
+			cs[i] = chatChoice{FinishReason: finishReason(sub.req), Index: i,
+				Message: assistantMessage{Content: Filler(0, outs[i]), Role: "assistant"}}
 		}
-		cs[i] = choice
+		return completion[chatChoice]{Choices: cs, Created: created, ID: id, Model: req.Model, Object: "chat.completion", Usage: u}
 	}
-	return map[string]any{"id": id, "object": object, "created": created, "model": req.Model,
-		"choices": cs, "usage": totalUsage(req, subs, outs)}
+	cs := make([]textChoice, len(subs))
+	for i, sub := range subs {
+		reason := finishReason(sub.req)
+		cs[i] = textChoice{FinishReason: &reason, Index: i, Text: Filler(0, outs[i])}
+	}
+	return completion[textChoice]{Choices: cs, Created: created, ID: id, Model: req.Model, Object: "text_completion", Usage: u}
 }
 
 // fillerWords are the emulated instances' generated text: the engine emulates an LLM's timing,

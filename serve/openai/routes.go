@@ -31,7 +31,7 @@ func (f *Frontend) routes() []route {
 		{serve.RouteDoc{Pattern: "POST /v1/queue", Doc: "enqueue a batch request in the durable queue; answers its id"}, f.handleEnqueue},
 		{serve.RouteDoc{Pattern: "GET /v1/queue/{id}", Doc: "a queued request's state and answer"}, f.handleQueueGet},
 		{serve.RouteDoc{Pattern: "GET /v1/engines", Doc: "the --llm-endpoints engines' state (with --llm-endpoints)"}, func(w http.ResponseWriter, _ *http.Request) {
-			writeJSON(w, 200, map[string]any{"object": "list", "data": f.engines.All()})
+			writeJSON(w, 200, list[EngineState]{Data: f.engines.All(), Object: "list"})
 		}},
 	}
 }
@@ -68,7 +68,7 @@ func (f *Frontend) handleModels(w http.ResponseWriter, _ *http.Request) {
 	for _, a := range f.s.Deployment().Apps {
 		ms = append(ms, f.model(a.Name))
 	}
-	writeJSON(w, 200, map[string]any{"object": "list", "data": ms})
+	writeJSON(w, 200, list[Model]{Data: ms, Object: "list"})
 }
 
 // handleHealth answers vLLM's GET /health: 200 with an empty body when the server is ready
@@ -84,7 +84,7 @@ func (f *Frontend) handleHealth(w http.ResponseWriter, r *http.Request) {
 // handleVersion answers vLLM's GET /version with the binary's module version.
 func (f *Frontend) handleVersion(w http.ResponseWriter, _ *http.Request) {
 	// The version plan version prints (the Makefile's stamp), not the module's "(devel)".
-	writeJSON(w, 200, map[string]string{"version": buildinfo.Version()})
+	writeJSON(w, 200, version{buildinfo.Version()})
 }
 
 func (f *Frontend) handleModel(w http.ResponseWriter, r *http.Request) {

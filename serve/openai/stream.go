@@ -164,7 +164,7 @@ func (s *streamWriter) Tokens(i, n int) error {
 	}
 	for ; s.sent[i] < n && s.err == nil; s.sent[i]++ {
 		k := s.sent[i]
-		s.event(s.chunk(i, Filler(k, k+1), nil, k == 0, k+1))
+		s.event(s.choiceChunk(i, Filler(k, k+1), nil, k == 0, k+1))
 	}
 	return s.err
 }
@@ -175,7 +175,7 @@ func (s *streamWriter) End(i, out int, reason string) error {
 	if err := s.Tokens(i, out); err != nil {
 		return err
 	}
-	s.event(s.chunk(i, "", reason, false, out))
+	s.event(s.choiceChunk(i, "", &reason, false, out))
 	s.finished[i] = true
 	s.open--
 	return s.err
@@ -200,8 +200,7 @@ func (s *streamWriter) Usage(u *Usage) error {
 		return fmt.Errorf("%w: usage with %d choices not ended", errStreamOrder, s.open)
 	}
 	s.usage = true
-	s.event(map[string]any{"id": s.id, "object": s.object, "created": s.created, "model": s.model,
-		"choices": []any{}, "usage": u})
+	s.event(s.usageChunk(u))
 	return s.err
 }
 
@@ -220,7 +219,7 @@ func (s *streamWriter) Fail(e *Error) error {
 		writeError(s.w, e)
 		return nil
 	}
-	s.event(map[string]*Error{"error": e})
+	s.event(errorBody{e})
 	s.writeDone()
 	return s.err
 }
@@ -270,31 +269,6 @@ func (s *streamWriter) writable(i int) error {
 	return nil
 }
 
-// chunk is one stream event of choice i (finish nil: not its last); upto is the completion
-// tokens of the choice sent once it is, which continuous usage reports in every chunk.
-func (s *streamWriter) chunk(i int, text string, finish any, first bool, upto int) map[string]any {
-	c := map[string]any{"index": i, "finish_reason": finish}
-	if s.chat {
-		d := map[string]any{}
-		if first {
-			d["role"] = "assistant"
-		}
-		if text != "" || !first {
-			d["content"] = text
-		}
-		c["delta"] = d
-	} else {
-		c["text"] = text
-		c["logprobs"] = nil
-	}
-	ev := map[string]any{"id": s.id, "object": s.object, "created": s.created, "model": s.model, "choices": []any{c}}
-	if s.continuous {
-		p := s.prompt[i]
-		ev["usage"] = &Usage{PromptTokens: p, CompletionTokens: upto, TotalTokens: p + upto}
-	}
-	return ev
-}
-
 // event writes one `data:` event, the status line first if it is the first.
 func (s *streamWriter) event(v any) {
 	if !s.started {
@@ -315,4 +289,32 @@ func (s *streamWriter) write(op func() error) {
 		s.err = op()
 		s.dirty = true
 	}
+}
+
+// choiceChunk is one stream event of choice i (finish nil: not its last); upto is the completion
+// tokens of the choice sent once it is, which continuous usage reports in every chunk.
+func (s *streamWriter) choiceChunk(i int, text string, finish *string, first bool, upto int) any {
+	var u *Usage
+	if s.continuous {
+		p := s.prompt[i]
+		u = &Usage{PromptTokens: p, CompletionTokens: upto, TotalTokens: p + upto}
+	}
+	if s.chat {
+		var d delta
+		if first {
+			d.Role = "assistant"
+		}
+		if text != "" || !first {
+			d.Content = &text
+		}
+		return chunk[chatDelta]{Choices: []chatDelta{{Delta: d, FinishReason: finish, Index: i}},
+			Created: s.created, ID: s.id, Model: s.model, Object: s.object, Usage: u}
+	}
+	return chunk[textChoice]{Choices: []textChoice{{FinishReason: finish, Index: i, Text: text}},
+		Created: s.created, ID: s.id, Model: s.model, Object: s.object, Usage: u}
+}
+
+// usageChunk is the usage chunk: no choices (whatever their type), the whole answer's usage.
+func (s *streamWriter) usageChunk(u *Usage) chunk[textChoice] {
+	return chunk[textChoice]{Choices: []textChoice{}, Created: s.created, ID: s.id, Model: s.model, Object: s.object, Usage: u}
 }
