@@ -19,7 +19,7 @@ import (
 // SectionOf[T], with its Go type, decoding, validation, cross-file checks and schema in the
 // system's own package (formats/sections/ppipesec, pardsec, cascadesec, qlmsec, dyorcsec; a
 // toy sixth system's), kept in the document's Sections and read with that package's
-// accessors (ppipesec.PlanOf, qlmsec.ClassesOf). formats types none of them, so a new
+// accessors (ppipesec.PlanOf, llmspec.ClassesOf). formats types none of them, so a new
 // system adds no line here. Each declares its place in the file (Positioned), so files keep
 // their bytes as sections come and go. The set of registered sections is a plain value
 // (SectionSet) the caller passes in, built from the system registry, so nothing registers

@@ -9,7 +9,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -25,9 +25,9 @@ func TestQLMPreemptionsInMetrics(t *testing.T) {
 			Prefill: []formats.PWLPoint{{Tokens: 1, Us: 1010}, {Tokens: 1001, Us: 11010}},
 			Decode:  []formats.PWLPoint{{Tokens: 1, Us: 5000}, {Tokens: 101, Us: 6000}},
 		}, Engine: &formats.LLMEngine{}}
-	cl := qlmsec.LLMClass{Name: "chat", Model: "m", SLO: formats.Duration(time.Hour), RateRPS: 1,
-		InputTokens: qlmsec.TokenProfile{Mean: 16}, OutputTokens: qlmsec.TokenProfile{Mean: 2}}
-	dep, err := dq.Build([]qlmsec.LLMClass{cl}, dq.Setup{Profiles: []formats.LLMProfile{prof}, Instances: []dq.Instance{{Name: "i0", GPU: "A100", Model: "m"}}})
+	cl := llmspec.LLMClass{Name: "chat", Model: "m", SLO: formats.Duration(time.Hour), RateRPS: 1,
+		InputTokens: llmspec.TokenProfile{Mean: 16}, OutputTokens: llmspec.TokenProfile{Mean: 2}}
+	dep, err := dq.Build([]llmspec.LLMClass{cl}, dq.Setup{Profiles: []formats.LLMProfile{prof}, Instances: []dq.Instance{{Name: "i0", GPU: "A100", Model: "m"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // TestAutopilotLLMTokens: on an LLM plan (the QLM autopilot fixture) every request gets its
@@ -54,7 +54,7 @@ func TestAutopilotLLMTokens(t *testing.T) {
 		Duration: 40 * dataplane.Second,
 		LoadTime: dataplane.Second,
 		Seed:     1,
-		LLM:      LLMClassesOf(dep, qlmsec.ClassesOf(p.Provenance.Embedded.Workload)),
+		LLM:      LLMClassesOf(dep, llmspec.ClassesOf(p.Provenance.Embedded.Workload)),
 		Deploy: func(ap.Candidate) (*dataplane.Deployment, dataplane.Policy, error) {
 			pol, err := dq.Registry().New(dep, dataplane.Config{Policy: dq.PolicyQLM}, dq.PolicyQLM)
 			return dep, pol, err

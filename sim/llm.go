@@ -4,32 +4,32 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/dataplane/workload"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
-// LLMClass is what the simulator needs of an LLM request class (qlmsec.LLMClass): the token
+// LLMClass is what the simulator needs of an LLM request class (llmspec.LLMClass): the token
 // profiles a request's prompt and output lengths are drawn from when no trace gives them,
 // and the SLOs users set on token timing (LLM engine digest §3: TTFT and TPOT, as DistServe
 // and Dynamo's planner do, beside QLM's end-to-end deadline).
 type LLMClass struct {
 	Model   string
-	In, Out qlmsec.TokenProfile
+	In, Out llmspec.TokenProfile
 	// TTFTSLO bounds the time to first token and TPOTSLO the mean time per output token
 	// after the first; 0 = no such SLO. A completed request counts as on time only if it
 	// meets every SLO its class sets.
 	TTFTSLO, TPOTSLO dataplane.Time
 	// E2EP, TTFTP and TPOTP are the shares of requests that must meet each SLO
-	// (qlmsec.LLMClass.Percentiles: p99 unless the class states another).
+	// (llmspec.LLMClass.Percentiles: p99 unless the class states another).
 	E2EP, TTFTP, TPOTP float64
 }
 
 // LLMClassesOf maps a deployment's applications to the LLM classes of the same names in
 // classes (nil when the deployment serves none of them: not an LLM plan).
-func LLMClassesOf(dep *dataplane.Deployment, classes []qlmsec.LLMClass) []LLMClass {
+func LLMClassesOf(dep *dataplane.Deployment, classes []llmspec.LLMClass) []LLMClass {
 	if len(classes) == 0 {
 		return nil
 	}
-	byName := map[string]*qlmsec.LLMClass{}
+	byName := map[string]*llmspec.LLMClass{}
 	for i := range classes {
 		byName[classes[i].Name] = &classes[i]
 	}

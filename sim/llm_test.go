@@ -10,8 +10,8 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // qlmSweep is a one-point sweep of the bundled QLM plan (three classes: mistral-chat and
@@ -27,7 +27,7 @@ func qlmSweep(t *testing.T) *SweepConfig {
 		t.Fatal(err)
 	}
 	return &SweepConfig{Dep: dep, Policies: dq.Registry(), Policy: dataplane.Config{Policy: dq.PolicyQLM}, Arrival: ArrivalSpec{Kind: "poisson"},
-		Loads: []float64{1}, Duration: 20 * dataplane.Second, Seed: 3, LLM: LLMClassesOf(dep, qlmsec.ClassesOf(p.Provenance.Embedded.Workload))}
+		Loads: []float64{1}, Duration: 20 * dataplane.Second, Seed: 3, LLM: LLMClassesOf(dep, llmspec.ClassesOf(p.Provenance.Embedded.Workload))}
 }
 
 // TestLLMTokensDecideNothing: the simulator filling in the tokens the policy drew before

@@ -56,7 +56,7 @@ type SLOMark struct {
 }
 
 // SLOMarks returns the marks of the classes' TTFT (ttft true) or TPOT SLOs: one per class
-// that sets it (qlmsec.LLMClass ttft_slo, tpot_slo), named by the deployment's app.
+// that sets it (llmspec.LLMClass ttft_slo, tpot_slo), named by the deployment's app.
 func SLOMarks(dep *dataplane.Deployment, classes []LLMClass, ttft bool) []SLOMark {
 	var out []SLOMark
 	for a, c := range classes {

@@ -13,7 +13,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
 // The prediction a plan carries (formats.Prediction): the plan simulated at its own rates
@@ -272,14 +272,15 @@ func (p *Prediction) assemble(ctx context.Context, points []Point) (*formats.Pre
 	return pr, nil
 }
 
-// PlanLLMClasses are the plan's LLM classes, parallel to dep.Apps (nil: not an LLM plan). A
-// QLM plan embeds the workload its classes come from.
+// PlanLLMClasses are the plan's LLM classes, parallel to dep.Apps (nil: not an LLM plan): the
+// classes of the workload it embeds. An LLM plan embeds the workload its classes come from;
+// a plan of any other system embeds a workload with none (a workload is one system's).
 func PlanLLMClasses(p *formats.Plan, dep *dataplane.Deployment) []LLMClass {
 	e := p.Provenance.Embedded
-	if qlmsec.PlanOf(p) == nil || e == nil || e.Workload == nil {
+	if e == nil {
 		return nil
 	}
-	return LLMClassesOf(dep, qlmsec.ClassesOf(e.Workload))
+	return LLMClassesOf(dep, llmspec.ClassesOf(e.Workload))
 }
 
 // workloadRate is the rate (requests/s) the workload asks of the application named name, as

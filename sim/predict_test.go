@@ -10,12 +10,12 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // TestPredictHeadroom: the headroom is the highest load at which every load at or below
@@ -136,7 +136,7 @@ func TestPredictMargins(t *testing.T) {
 // in-tree system owns alike; a cascade's qps_max bounds a range and is no rate asked for;
 // none is 0.
 func TestWorkloadRate(t *testing.T) {
-	w := qlmsec.SetClasses(pardsec.SetPipelines(ppipesec.SetModels(&formats.Workload{}, []ppipesec.ModelWorkload{{Name: "m", RateRPS: 1}}), []pardsec.Pipeline{{Name: "p", RateRPS: 2}}), []qlmsec.LLMClass{{Name: "c", RateRPS: 3}})
+	w := llmspec.SetClasses(pardsec.SetPipelines(ppipesec.SetModels(&formats.Workload{}, []ppipesec.ModelWorkload{{Name: "m", RateRPS: 1}}), []pardsec.Pipeline{{Name: "p", RateRPS: 2}}), []llmspec.LLMClass{{Name: "c", RateRPS: 3}})
 	cascadesec.SetCascades(w, []cascadesec.Cascade{{Name: "s", QPSMax: 5}})
 	dyorcsec.SetWorkflows(w, &dyorcsec.Workflows{Apps: map[string]dyorcsec.App{"a": {RateRPS: 6}}})
 	formats.SetWorkload(w, sixthJobs{formats.SectionOf[sixthJob]{Name: "sixth", Sys: "sixth"}}, &sixthJob{Name: "j", RateRPS: 7})

@@ -10,7 +10,7 @@ import (
 
 	rt "github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
 // SweepConfig describes a load sweep.
@@ -346,7 +346,7 @@ func ParseLoadRange(s string) ([]float64, error) {
 // default warm-up), with LLM classes classes (nil for other systems): one `plan simulate
 // --load 1` point. Planners that size by simulation are handed this function by the registry
 // (planner and sim never import each other, DESIGN.md).
-func PoissonPoint(dep *rt.Deployment, policies *rt.Registry, pol string, classes []qlmsec.LLMClass, dur, warmup rt.Time, seed uint64) (*Point, error) {
+func PoissonPoint(dep *rt.Deployment, policies *rt.Registry, pol string, classes []llmspec.LLMClass, dur, warmup rt.Time, seed uint64) (*Point, error) {
 	spec, err := ParseArrival("poisson")
 	if err != nil {
 		return nil, err

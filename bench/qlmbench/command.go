@@ -24,7 +24,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/internal/tables"
 	"github.com/plan-dev/plan/profiler/llm"
@@ -387,13 +387,13 @@ func ReplayWorkload(rows []row, w Workload, profs []formats.LLMProfile, speedup,
 		attrs[c] = append(attrs[c], a)
 		k++
 	}
-	tp := qlmsec.TokenProfile{Mean: 1000, Std: 800, Max: 8192}
-	op := qlmsec.TokenProfile{Mean: 230, Std: 200, Max: 2048}
-	var classes []qlmsec.LLMClass
+	tp := llmspec.TokenProfile{Mean: 1000, Std: 800, Max: 8192}
+	op := llmspec.TokenProfile{Mean: 230, Std: 200, Max: 2048}
+	var classes []llmspec.LLMClass
 	for _, m := range w.Models {
 		classes = append(classes,
-			qlmsec.LLMClass{Name: m + "-interactive", Model: m, SLO: formats.Duration(time.Duration(sloScale * float64(20*time.Second))), Interactive: true, RateRPS: 1, InputTokens: tp, OutputTokens: op},
-			qlmsec.LLMClass{Name: m + "-batch", Model: m, SLO: formats.Duration(time.Duration(sloScale * float64(10*time.Minute))), RateRPS: 1, InputTokens: tp, OutputTokens: op})
+			llmspec.LLMClass{Name: m + "-interactive", Model: m, SLO: formats.Duration(time.Duration(sloScale * float64(20*time.Second))), Interactive: true, RateRPS: 1, InputTokens: tp, OutputTokens: op},
+			llmspec.LLMClass{Name: m + "-batch", Model: m, SLO: formats.Duration(time.Duration(sloScale * float64(10*time.Minute))), RateRPS: 1, InputTokens: tp, OutputTokens: op})
 	}
 	dep, err := dq.Build(classes, dq.Setup{Profiles: profs, Instances: w.Instances})
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"hash/fnv"
 	"math"
 
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
 // Salts of the two token draws of a request (DrawTokens): its prompt and its output length.
@@ -18,7 +18,7 @@ const (
 // (QLM §6, Eq. 3), seeded by the request's ID and a salt (SaltPrompt, SaltOutput), so the
 // simulator, QLM's policy and serve's emulated instances draw the same lengths for the same
 // request.
-func DrawTokens(t qlmsec.TokenProfile, id uint64, salt uint64) int {
+func DrawTokens(t llmspec.TokenProfile, id uint64, salt uint64) int {
 	u1, u2 := U01(id, salt), U01(id, salt+100)
 	z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
 	x := int(math.Round(t.Mean + t.Std*z))

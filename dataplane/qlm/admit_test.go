@@ -9,7 +9,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -42,7 +42,7 @@ func (o overloadOutcome) attainment() float64 {
 // oneInstanceOverload is one instance of the bundled mistral-7b profile serving one class
 // (20 s SLO, prompts ~500 tokens, outputs ~200), the shape of the OpenAI front end's
 // overload runs.
-func oneInstanceOverload(t testing.TB) (*dataplane.Deployment, qlmsec.LLMClass) {
+func oneInstanceOverload(t testing.TB) (*dataplane.Deployment, llmspec.LLMClass) {
 	t.Helper()
 	_, profs := bundled(t)
 	var prof formats.LLMProfile
@@ -51,9 +51,9 @@ func oneInstanceOverload(t testing.TB) (*dataplane.Deployment, qlmsec.LLMClass) 
 			prof = p
 		}
 	}
-	c := qlmsec.LLMClass{Name: "chat", Model: "mistral-7b", SLO: formats.Duration(20 * time.Second), RateRPS: 1,
-		InputTokens: qlmsec.TokenProfile{Mean: 500, Std: 150, Max: 1500}, OutputTokens: qlmsec.TokenProfile{Mean: 200, Std: 60, Max: 400}}
-	dep, err := Build([]qlmsec.LLMClass{c}, Setup{Profiles: []formats.LLMProfile{prof}, Instances: []Instance{{Name: "i0", GPU: prof.GPU, Model: prof.Model}}})
+	c := llmspec.LLMClass{Name: "chat", Model: "mistral-7b", SLO: formats.Duration(20 * time.Second), RateRPS: 1,
+		InputTokens: llmspec.TokenProfile{Mean: 500, Std: 150, Max: 1500}, OutputTokens: llmspec.TokenProfile{Mean: 200, Std: 60, Max: 400}}
+	dep, err := Build([]llmspec.LLMClass{c}, Setup{Profiles: []formats.LLMProfile{prof}, Instances: []Instance{{Name: "i0", GPU: prof.GPU, Model: prof.Model}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,14 +62,14 @@ func oneInstanceOverload(t testing.TB) (*dataplane.Deployment, qlmsec.LLMClass) 
 
 // runOverload offers n Poisson arrivals at rate per second (seeded) to dep under pol with
 // params, each with its own tokens drawn from class c, and counts the outcomes.
-func runOverload(t testing.TB, dep *dataplane.Deployment, c qlmsec.LLMClass, pol string, params map[string]string, rate float64, n int) overloadOutcome {
+func runOverload(t testing.TB, dep *dataplane.Deployment, c llmspec.LLMClass, pol string, params map[string]string, rate float64, n int) overloadOutcome {
 	t.Helper()
 	p, err := Registry().New(dep, dataplane.Config{Policy: pol, Params: params}, PolicyQLM)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(11, 3))
-	draw := func(tp qlmsec.TokenProfile) int32 {
+	draw := func(tp llmspec.TokenProfile) int32 {
 		return int32(min(max(math.Round(tp.Mean+tp.Std*rng.NormFloat64()), 1), float64(tp.Max)))
 	}
 	var at []dataplane.Time

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/internal/policytest"
 	"github.com/plan-dev/plan/sim"
 )
@@ -46,9 +46,9 @@ func admitScenarios(t testing.TB) []admitScenario {
 }
 
 // runAdmitOne offers 600 Poisson arrivals at 60/s (seeded) of class c to one instance.
-func runAdmitOne(t testing.TB, dep *dataplane.Deployment, c qlmsec.LLMClass, p dataplane.Policy, observe func(dataplane.Time, *dataplane.Event, []dataplane.Decision)) int {
+func runAdmitOne(t testing.TB, dep *dataplane.Deployment, c llmspec.LLMClass, p dataplane.Policy, observe func(dataplane.Time, *dataplane.Event, []dataplane.Decision)) int {
 	rng := rand.New(rand.NewPCG(11, 3))
-	draw := func(tp qlmsec.TokenProfile) int32 {
+	draw := func(tp llmspec.TokenProfile) int32 {
 		return int32(min(max(math.Round(tp.Mean+tp.Std*rng.NormFloat64()), 1), float64(tp.Max)))
 	}
 	var at []dataplane.Time

@@ -14,7 +14,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/internal/simbench"
 	"github.com/plan-dev/plan/sim"
 )
@@ -70,8 +70,8 @@ func BenchmarkAzureConvHour(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cls := []qlmsec.LLMClass{{Name: "conv", Model: "mistral-7b", SLO: formats.Duration(time.Hour), RateRPS: 5,
-		InputTokens: qlmsec.TokenProfile{Mean: 1000, Std: 500, Max: 20000}, OutputTokens: qlmsec.TokenProfile{Mean: 200, Std: 100, Max: 4000}}}
+	cls := []llmspec.LLMClass{{Name: "conv", Model: "mistral-7b", SLO: formats.Duration(time.Hour), RateRPS: 5,
+		InputTokens: llmspec.TokenProfile{Mean: 1000, Std: 500, Max: 20000}, OutputTokens: llmspec.TokenProfile{Mean: 200, Std: 100, Max: 4000}}}
 	dep, err := Build(cls, Setup{Profiles: pr.LLMs, Instances: []Instance{{Name: "i0", GPU: "A100", Model: "mistral-7b"}}})
 	if err != nil {
 		b.Fatal(err)

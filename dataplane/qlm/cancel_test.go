@@ -7,7 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -82,8 +82,8 @@ func (d *stepDriver) untilIdle(t *testing.T, horizon dataplane.Time) {
 func cancelDeployment(t *testing.T) *dataplane.Deployment {
 	prof := handProfile()
 	prof.KVCapacityTokens = 1000
-	cls := []qlmsec.LLMClass{{Name: "c", Model: "m", SLO: formats.Duration(time.Minute), RateRPS: 1,
-		InputTokens: qlmsec.TokenProfile{Mean: 400, Max: 1000}, OutputTokens: qlmsec.TokenProfile{Mean: 50, Max: 50}}}
+	cls := []llmspec.LLMClass{{Name: "c", Model: "m", SLO: formats.Duration(time.Minute), RateRPS: 1,
+		InputTokens: llmspec.TokenProfile{Mean: 400, Max: 1000}, OutputTokens: llmspec.TokenProfile{Mean: 50, Max: 50}}}
 	dep, err := Build(cls, Setup{Profiles: []formats.LLMProfile{prof}, Instances: []Instance{{Name: "i0", GPU: "A100", Model: "m"}}})
 	if err != nil {
 		t.Fatal(err)

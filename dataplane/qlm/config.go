@@ -26,6 +26,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
@@ -41,12 +42,12 @@ const (
 
 // Class is one LLM request class (one application): model and token-length profiles.
 type Class struct {
-	Name        string              `json:"name"`
-	Model       string              `json:"model"`
-	Interactive bool                `json:"interactive,omitempty"`
-	In          qlmsec.TokenProfile `json:"in"`
-	Out         qlmsec.TokenProfile `json:"out"`
-	// PrefixTokens is the prompt prefix the class's requests share (qlmsec.LLMClass).
+	Name        string               `json:"name"`
+	Model       string               `json:"model"`
+	Interactive bool                 `json:"interactive,omitempty"`
+	In          llmspec.TokenProfile `json:"in"`
+	Out         llmspec.TokenProfile `json:"out"`
+	// PrefixTokens is the prompt prefix the class's requests share (llmspec.LLMClass).
 	PrefixTokens int `json:"prefix_tokens,omitempty"`
 }
 

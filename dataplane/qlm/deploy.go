@@ -5,12 +5,13 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // Build makes the deployment of LLM classes served by instances (one worker each, all in the
 // single Manual stage "instances"). Each class is an application with its own SLO and rate.
-func Build(classes []qlmsec.LLMClass, setup Setup) (*dataplane.Deployment, error) {
+func Build(classes []llmspec.LLMClass, setup Setup) (*dataplane.Deployment, error) {
 	if len(classes) == 0 || len(setup.Instances) == 0 {
 		return nil, fmt.Errorf("qlm: need at least one class and one instance (have %d, %d)", len(classes), len(setup.Instances))
 	}
@@ -49,7 +50,7 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 		return nil, formats.ErrorList{{Path: "qlm", Rule: "the plan has no qlm section"}}
 	}
 	e := p.Provenance.Embedded
-	if e == nil || e.Workload == nil || len(qlmsec.ClassesOf(e.Workload)) == 0 || len(e.Profiles) == 0 {
+	if e == nil || e.Workload == nil || len(llmspec.ClassesOf(e.Workload)) == 0 || len(e.Profiles) == 0 {
 		return nil, formats.ErrorList{{Path: "provenance.embedded", Rule: "a QLM plan needs its embedded workload (llm_classes) and LLM profiles"}}
 	}
 	setup := Setup{ReplanMs: q.ReplanMs, Routes: q.Routes}
@@ -66,7 +67,7 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 		}
 		setup.Instances = append(setup.Instances, x)
 	}
-	dep, err := Build(qlmsec.ClassesOf(e.Workload), setup)
+	dep, err := Build(llmspec.ClassesOf(e.Workload), setup)
 	if err != nil {
 		return nil, formats.ErrorList{{Path: "qlm", Rule: err.Error()}}
 	}

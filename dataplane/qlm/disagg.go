@@ -5,6 +5,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
@@ -69,7 +70,7 @@ func DisaggOf(p *formats.Plan) ([]DisaggModel, error) {
 		}
 		d := &out[k]
 		side, n := &d.Prefill, &d.Deploy.P
-		if in.Role == qlmsec.RoleDecode {
+		if in.Role == llmspec.RoleDecode {
 			side, n = &d.Decode, &d.Deploy.D
 		}
 		if *side != nil && *side != pr {

@@ -11,6 +11,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/sim"
@@ -40,7 +41,7 @@ func TestDisaggOfFixture(t *testing.T) {
 	if len(ds) != 1 || ds[0].Deploy.P != 1 || ds[0].Deploy.D != 1 || ds[0].Deploy.LinkGBps != 50 {
 		t.Fatalf("resolved %+v", ds)
 	}
-	c := qlmsec.ClassesOf(p.Provenance.Embedded.Workload)[0]
+	c := llmspec.ClassesOf(p.Provenance.Embedded.Workload)[0]
 	rng := rand.New(rand.NewPCG(1, 0))
 	reqs := make([]llm.Request, 400)
 	at := 0.0
@@ -74,7 +75,7 @@ func TestDisaggOfBadInput(t *testing.T) {
 	}{
 		{"no link", "kv_link_gbps", func(p *formats.Plan) { p.Cluster.KVLinkGBps = nil }},
 		{"no profile", "no LLM profile", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].GPUCount = 2 }},
-		{"no decode", "prefill and decode", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].Role = qlmsec.RolePrefill }},
+		{"no decode", "prefill and decode", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].Role = llmspec.RolePrefill }},
 	} {
 		p := readDisaggPlan(t)
 		if p.Cluster == nil {

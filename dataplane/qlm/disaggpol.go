@@ -6,7 +6,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
 // Disaggregated prefill/decode instances in the policies (llm-deploy-search §1). When a
@@ -74,7 +74,7 @@ func (p *Policy) disaggSetup() (bool, error) {
 			c := copies[key]
 			if c == nil {
 				cp, mm := *e.m, *e.m.Model
-				if in.role == qlmsec.RolePrefill {
+				if in.role == llmspec.RolePrefill {
 					mm.OutDelay = 0
 				} else {
 					mm.PrefixCaching = false
@@ -118,9 +118,9 @@ func (p *Policy) roleOf(s *seq) string {
 	x := ext(s)
 	switch {
 	case x.decode:
-		return qlmsec.RoleDecode
+		return llmspec.RoleDecode
 	case x.out > 0 || (p.disagg && p.split(s.Model)):
-		return qlmsec.RolePrefill
+		return llmspec.RolePrefill
 	}
 	return ""
 }
@@ -137,7 +137,7 @@ func (p *Policy) leastLoaded(el []*instance, role string, q *plainQueue) *instan
 		}
 		load := 0
 		count := func(s *seq) {
-			if role == qlmsec.RolePrefill {
+			if role == llmspec.RolePrefill {
 				load += s.Prompt + s.Gen - s.Comp
 			} else {
 				load += ext(s).outLeft(s)
@@ -183,7 +183,7 @@ func (p *Policy) prefilled(now dataplane.Time, s *seq, out *dataplane.Decisions)
 // instance of its model, or drops it when none is live.
 func (p *Policy) queueTransfer(d *seq, out *dataplane.Decisions) {
 	q := p.q.(*plainQueue)
-	in := p.leastLoaded(p.eligible(d.Model), qlmsec.RoleDecode, q)
+	in := p.leastLoaded(p.eligible(d.Model), llmspec.RoleDecode, q)
 	if in == nil {
 		p.delSeq(d.ID)
 		out.Drop(d.ID, 0, dataplane.DropWorkerFailed, 0)
@@ -205,7 +205,7 @@ func (p *Policy) startTransfers(now dataplane.Time, out *dataplane.Decisions) {
 		return
 	}
 	for _, in := range p.inst {
-		if in.role != qlmsec.RoleDecode || in.down || in.landing != nil {
+		if in.role != llmspec.RoleDecode || in.down || in.landing != nil {
 			continue
 		}
 		for len(in.pending) > 0 {

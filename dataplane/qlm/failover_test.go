@@ -7,8 +7,8 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -22,7 +22,7 @@ func failoverRun(t *testing.T, pol string, failAt, upAt dataplane.Time, models [
 		pr.Model = m
 		profs = append(profs, pr)
 	}
-	classes := []qlmsec.LLMClass{oneClass("m", time.Minute)}
+	classes := []llmspec.LLMClass{oneClass("m", time.Minute)}
 	dep, err := Build(classes, Setup{Profiles: profs,
 		Instances: []Instance{{Name: "i0", GPU: "A100", Model: models[0]}, {Name: "i1", GPU: "A100", Model: models[1]}}})
 	if err != nil {

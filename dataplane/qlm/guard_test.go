@@ -7,7 +7,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -43,8 +43,8 @@ func TestGuardAdmission(t *testing.T) {
 	prof := handProfile()
 	m := newLM(&prof)
 	p := &Policy{class: []Class{
-		{Name: "inter", Model: "m", Interactive: true, Out: qlmsec.TokenProfile{Mean: 300, Std: 10, Max: 400}},
-		{Name: "batch", Model: "m", Out: qlmsec.TokenProfile{Mean: 1000, Std: 10, Max: 2000}},
+		{Name: "inter", Model: "m", Interactive: true, Out: llmspec.TokenProfile{Mean: 300, Std: 10, Max: 400}},
+		{Name: "batch", Model: "m", Out: llmspec.TokenProfile{Mean: 1000, Std: 10, Max: 2000}},
 	}}
 	now := 100 * dataplane.Second
 	inter, batch := 20*dataplane.Second, 600*dataplane.Second
@@ -81,7 +81,7 @@ func TestGuardAdmission(t *testing.T) {
 func TestIdleInstanceSplitsStartedGroup(t *testing.T) {
 	prof := handProfile()
 	prof.Iteration.MaxSeqs = 1
-	dep, err := Build([]qlmsec.LLMClass{oneClass("m", time.Hour)}, Setup{Profiles: []formats.LLMProfile{prof},
+	dep, err := Build([]llmspec.LLMClass{oneClass("m", time.Hour)}, Setup{Profiles: []formats.LLMProfile{prof},
 		Instances: []Instance{{Name: "i0", GPU: "A100", Model: "m"}, {Name: "i1", GPU: "A100", Model: "m"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -26,7 +26,7 @@ func twoInstances(t *testing.T, names ...string) (*Policy, *qlmQueue) {
 	for _, n := range names {
 		ins = append(ins, Instance{Name: n, GPU: "A100", Model: "m"})
 	}
-	dep, err := Build([]qlmsec.LLMClass{oneClass("m", time.Hour)}, Setup{Profiles: []formats.LLMProfile{handProfile()}, Instances: ins})
+	dep, err := Build([]llmspec.LLMClass{oneClass("m", time.Hour)}, Setup{Profiles: []formats.LLMProfile{handProfile()}, Instances: ins})
 	if err != nil {
 		t.Fatal(err)
 	}

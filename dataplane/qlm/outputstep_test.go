@@ -7,7 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
 // TestTokenDeliveryIndependentOfMaxTokens: a lone request's tokens reach its client at the
@@ -30,7 +30,7 @@ func TestTokenDeliveryIndependentOfMaxTokens(t *testing.T) {
 			t.Run(fmt.Sprintf("delay=%d/max_tokens=%d", delay, out), func(t *testing.T) {
 				d := delay
 				prof := ruleProfile(formats.LLMEngine{OutputDelaySteps: &d}, 100000)
-				cls := []qlmsec.LLMClass{oneClass("m", time.Hour)}
+				cls := []llmspec.LLMClass{oneClass("m", time.Hour)}
 				dep, err := Build(cls, Setup{Profiles: []formats.LLMProfile{prof}, Instances: []Instance{{Name: "i0", GPU: prof.GPU, Model: "m"}}})
 				if err != nil {
 					t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
 // TestInstanceGPUsArePhysical: an instance over N GPUs (tensor parallelism) is one GPU of
@@ -14,9 +14,9 @@ import (
 func TestInstanceGPUsArePhysical(t *testing.T) {
 	_, profs := bundled(t)
 	prof := profs[0]
-	c := qlmsec.LLMClass{Name: "chat", Model: prof.Model, SLO: formats.Duration(20 * time.Second), RateRPS: 1,
-		InputTokens: qlmsec.TokenProfile{Mean: 500, Max: 1500}, OutputTokens: qlmsec.TokenProfile{Mean: 200, Max: 400}}
-	dep, err := Build([]qlmsec.LLMClass{c}, Setup{Profiles: []formats.LLMProfile{prof}, Instances: []Instance{
+	c := llmspec.LLMClass{Name: "chat", Model: prof.Model, SLO: formats.Duration(20 * time.Second), RateRPS: 1,
+		InputTokens: llmspec.TokenProfile{Mean: 500, Max: 1500}, OutputTokens: llmspec.TokenProfile{Mean: 200, Max: 400}}
+	dep, err := Build([]llmspec.LLMClass{c}, Setup{Profiles: []formats.LLMProfile{prof}, Instances: []Instance{
 		{Name: "i0", GPU: prof.GPU, Model: prof.Model},
 		{Name: "i1", GPU: prof.GPU, Model: prof.Model, GPUCount: 4},
 	}})

@@ -10,7 +10,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/llm/sched/edf"
 	"github.com/plan-dev/plan/dataplane/llm/sched/fcfs"
 	"github.com/plan-dev/plan/dataplane/llm/sched/priority"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
 // Policy names.
@@ -677,7 +677,7 @@ func (p *Policy) instanceDown(now dataplane.Time, in *instance, out *dataplane.D
 	in.model, in.target, in.warm = "", "", nil
 	in.satTok, in.satTime, in.satDecodes, in.allTime, in.allDecodes = 0, 0, 0, 0, 0
 	in.floor, in.observed = 0, 0
-	if in.role == qlmsec.RoleDecode {
+	if in.role == llmspec.RoleDecode {
 		p.evacuateTransfers(in, out)
 	}
 	moved := append(orphans, p.q.evacuate(p, in)...)

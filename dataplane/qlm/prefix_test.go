@@ -6,7 +6,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -31,7 +31,7 @@ func TestClassPrefixTokens(t *testing.T) {
 			prof.Engine = &formats.LLMEngine{EnablePrefixCaching: new(tc.apc)}
 			cl := oneClass("m", time.Hour)
 			cl.PrefixTokens = tc.prefix
-			dep, err := Build([]qlmsec.LLMClass{cl}, Setup{Profiles: []formats.LLMProfile{prof}, Instances: []Instance{{Name: "i0", GPU: prof.GPU, Model: "m"}}})
+			dep, err := Build([]llmspec.LLMClass{cl}, Setup{Profiles: []formats.LLMProfile{prof}, Instances: []Instance{{Name: "i0", GPU: prof.GPU, Model: "m"}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +63,7 @@ func TestClassPrefixTokens(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Build([]qlmsec.LLMClass{{Name: "c", Model: "m", PrefixTokens: -1}}, Setup{Profiles: []formats.LLMProfile{handProfile()}, Instances: []Instance{{Name: "i0", GPU: "A100", Model: "m"}}}); err == nil {
+	if _, err := Build([]llmspec.LLMClass{{Name: "c", Model: "m", PrefixTokens: -1}}, Setup{Profiles: []formats.LLMProfile{handProfile()}, Instances: []Instance{{Name: "i0", GPU: "A100", Model: "m"}}}); err == nil {
 		t.Error("prefix_tokens -1 accepted")
 	}
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -44,7 +44,7 @@ func runSim(t *testing.T, dep *dataplane.Deployment, pol string, srcs [][]datapl
 func TestIdleInstancePulls(t *testing.T) {
 	prof := handProfile()
 	prof.Iteration.MaxSeqs = 1
-	dep, err := Build([]qlmsec.LLMClass{oneClass("m", time.Minute)}, Setup{Profiles: []formats.LLMProfile{prof},
+	dep, err := Build([]llmspec.LLMClass{oneClass("m", time.Minute)}, Setup{Profiles: []formats.LLMProfile{prof},
 		Instances: []Instance{{Name: "i0", GPU: "A100", Model: "m"}, {Name: "i1", GPU: "A100", Model: "m"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -68,10 +68,10 @@ func TestIdleInstancePulls(t *testing.T) {
 // batch of 21) and a batch class (10 min, ~1000 tokens).
 func tokenTimeSetup(t *testing.T) *dataplane.Deployment {
 	t.Helper()
-	in := qlmsec.TokenProfile{Mean: 100, Std: 10, Max: 200}
-	cls := []qlmsec.LLMClass{
-		{Name: "inter", Model: "m", SLO: formats.Duration(3 * time.Second), Interactive: true, RateRPS: 1, InputTokens: in, OutputTokens: qlmsec.TokenProfile{Mean: 300, Std: 10, Max: 400}},
-		{Name: "batch", Model: "m", SLO: formats.Duration(10 * time.Minute), RateRPS: 1, InputTokens: in, OutputTokens: qlmsec.TokenProfile{Mean: 1000, Std: 10, Max: 2000}},
+	in := llmspec.TokenProfile{Mean: 100, Std: 10, Max: 200}
+	cls := []llmspec.LLMClass{
+		{Name: "inter", Model: "m", SLO: formats.Duration(3 * time.Second), Interactive: true, RateRPS: 1, InputTokens: in, OutputTokens: llmspec.TokenProfile{Mean: 300, Std: 10, Max: 400}},
+		{Name: "batch", Model: "m", SLO: formats.Duration(10 * time.Minute), RateRPS: 1, InputTokens: in, OutputTokens: llmspec.TokenProfile{Mean: 1000, Std: 10, Max: 2000}},
 	}
 	dep, err := Build(cls, Setup{Profiles: []formats.LLMProfile{handProfile()}, Instances: []Instance{{Name: "i0", GPU: "A100", Model: "m"}}})
 	if err != nil {
@@ -138,12 +138,12 @@ func TestPullKeepsDeadlines(t *testing.T) {
 // would make the running interactive request late), and a tighter request queued behind it
 // must not wait for that (head-of-line blocking, paper §1): pulling takes it past the head.
 func TestPullPastRefusedHead(t *testing.T) {
-	in := qlmsec.TokenProfile{Mean: 100, Std: 10, Max: 200}
-	cls := []qlmsec.LLMClass{
-		{Name: "inter", Model: "m", SLO: formats.Duration(3 * time.Second), Interactive: true, RateRPS: 1, InputTokens: in, OutputTokens: qlmsec.TokenProfile{Mean: 300, Std: 10, Max: 400}},
-		{Name: "batch", Model: "m", SLO: formats.Duration(10 * time.Minute), RateRPS: 1, InputTokens: in, OutputTokens: qlmsec.TokenProfile{Mean: 1000, Std: 10, Max: 2000}},
-		{Name: "tight", Model: "m", SLO: formats.Duration(1500 * time.Millisecond), Interactive: true, RateRPS: 1, InputTokens: in, OutputTokens: qlmsec.TokenProfile{Mean: 100, Std: 10, Max: 200}},
-		{Name: "doomed", Model: "m", SLO: formats.Duration(10 * time.Millisecond), Interactive: true, RateRPS: 1, InputTokens: in, OutputTokens: qlmsec.TokenProfile{Mean: 100, Std: 10, Max: 200}},
+	in := llmspec.TokenProfile{Mean: 100, Std: 10, Max: 200}
+	cls := []llmspec.LLMClass{
+		{Name: "inter", Model: "m", SLO: formats.Duration(3 * time.Second), Interactive: true, RateRPS: 1, InputTokens: in, OutputTokens: llmspec.TokenProfile{Mean: 300, Std: 10, Max: 400}},
+		{Name: "batch", Model: "m", SLO: formats.Duration(10 * time.Minute), RateRPS: 1, InputTokens: in, OutputTokens: llmspec.TokenProfile{Mean: 1000, Std: 10, Max: 2000}},
+		{Name: "tight", Model: "m", SLO: formats.Duration(1500 * time.Millisecond), Interactive: true, RateRPS: 1, InputTokens: in, OutputTokens: llmspec.TokenProfile{Mean: 100, Std: 10, Max: 200}},
+		{Name: "doomed", Model: "m", SLO: formats.Duration(10 * time.Millisecond), Interactive: true, RateRPS: 1, InputTokens: in, OutputTokens: llmspec.TokenProfile{Mean: 100, Std: 10, Max: 200}},
 	}
 	dep, err := Build(cls, Setup{Profiles: []formats.LLMProfile{handProfile()}, Instances: []Instance{{Name: "i0", GPU: "A100", Model: "m"}}})
 	if err != nil {
@@ -173,7 +173,7 @@ func TestPriorityOrder(t *testing.T) {
 		t.Run(grouping, func(t *testing.T) {
 			prof := handProfile()
 			prof.Iteration.MaxSeqs = 1
-			dep, err := Build([]qlmsec.LLMClass{oneClass("m", time.Minute)}, Setup{Profiles: []formats.LLMProfile{prof}, Grouping: grouping,
+			dep, err := Build([]llmspec.LLMClass{oneClass("m", time.Minute)}, Setup{Profiles: []formats.LLMProfile{prof}, Grouping: grouping,
 				Instances: []Instance{{Name: "i0", GPU: "A100", Model: "m"}}})
 			if err != nil {
 				t.Fatal(err)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -26,9 +26,9 @@ func handProfile() formats.LLMProfile {
 		}}
 }
 
-func oneClass(model string, slo time.Duration) qlmsec.LLMClass {
-	return qlmsec.LLMClass{Name: "c-" + model, Model: model, SLO: formats.Duration(slo), RateRPS: 1,
-		InputTokens: qlmsec.TokenProfile{Mean: 100, Std: 50, Max: 1000}, OutputTokens: qlmsec.TokenProfile{Mean: 50, Std: 20, Max: 200}}
+func oneClass(model string, slo time.Duration) llmspec.LLMClass {
+	return llmspec.LLMClass{Name: "c-" + model, Model: model, SLO: formats.Duration(slo), RateRPS: 1,
+		InputTokens: llmspec.TokenProfile{Mean: 100, Std: 50, Max: 1000}, OutputTokens: llmspec.TokenProfile{Mean: 50, Std: 20, Max: 200}}
 }
 
 // TestIterationTimingExact: the emulated instance follows the engine model to the µs: three requests arriving together share one step (their prompts are
@@ -100,7 +100,7 @@ type engineRun struct {
 // runEngine replays reqs through one instance of prof under policy pol.
 func runEngine(t *testing.T, pol string, prof formats.LLMProfile, reqs []engineReq) engineRun {
 	t.Helper()
-	dep, err := Build([]qlmsec.LLMClass{oneClass("m", time.Hour)}, Setup{Profiles: []formats.LLMProfile{prof}, Instances: []Instance{{Name: "i0", GPU: prof.GPU, Model: "m"}}})
+	dep, err := Build([]llmspec.LLMClass{oneClass("m", time.Hour)}, Setup{Profiles: []formats.LLMProfile{prof}, Instances: []Instance{{Name: "i0", GPU: prof.GPU, Model: "m"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func runEngine(t *testing.T, pol string, prof formats.LLMProfile, reqs []engineR
 }
 
 // bundled reads testdata/qlm.
-func bundled(t testing.TB) ([]qlmsec.LLMClass, []formats.LLMProfile) {
+func bundled(t testing.TB) ([]llmspec.LLMClass, []formats.LLMProfile) {
 	dir := filepath.Join("..", "..", "testdata", "qlm")
 	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml"), intree.Sections())
 	if err != nil {
@@ -148,7 +148,7 @@ func bundled(t testing.TB) ([]qlmsec.LLMClass, []formats.LLMProfile) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return qlmsec.ClassesOf(w), pr.LLMs
+	return llmspec.ClassesOf(w), pr.LLMs
 }
 
 // TestEveryRequestFinishesOnce runs every policy on the bundled example at overload with

@@ -7,7 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -22,7 +22,7 @@ func rctRun(t testing.TB, warm, n int, spread dataplane.Time) (float64, int) {
 	cls, profs := bundled(t)
 	c := cls[0]
 	c.SLO = formats.Duration(time.Hour) // measure the estimator, not the SLO machinery
-	dep, err := Build([]qlmsec.LLMClass{c}, Setup{Profiles: profs, Instances: []Instance{{Name: "i0", GPU: "A100", Model: c.Model}}})
+	dep, err := Build([]llmspec.LLMClass{c}, Setup{Profiles: profs, Instances: []Instance{{Name: "i0", GPU: "A100", Model: c.Model}}})
 	if err != nil {
 		t.Fatal(err)
 	}

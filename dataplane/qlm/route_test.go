@@ -8,6 +8,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/sim"
 )
@@ -70,7 +71,7 @@ func runRouted(t *testing.T, pol string, routes []qlmsec.QLMRoute, reqs []engine
 	a, l := handProfile(), handProfile()
 	l.GPU = "L4"
 	setup := Setup{Profiles: []formats.LLMProfile{a, l}, Instances: []Instance{{Name: "a100", GPU: "A100", Model: "m"}, {Name: "l4", GPU: "L4", Model: "m"}}, Routes: routes}
-	dep, err := Build([]qlmsec.LLMClass{oneClass("m", time.Hour)}, setup)
+	dep, err := Build([]llmspec.LLMClass{oneClass("m", time.Hour)}, setup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestRouteBadShare(t *testing.T) {
 	a := handProfile()
 	setup := Setup{Profiles: []formats.LLMProfile{a}, Instances: []Instance{{Name: "a100", GPU: "A100", Model: "m"}},
 		Routes: []qlmsec.QLMRoute{{Class: "c-m", GPUs: []qlmsec.QLMShare{{GPU: "A100", Share: -1}}}}}
-	dep, err := Build([]qlmsec.LLMClass{oneClass("m", time.Hour)}, setup)
+	dep, err := Build([]llmspec.LLMClass{oneClass("m", time.Hour)}, setup)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
 // sampleProfile is a synthetic piecewise-linear LLM profile for Sample: a model of paramsB
@@ -47,7 +47,7 @@ func Sample(r *rand.Rand) *dataplane.Deployment {
 		}
 		setup.Instances = append(setup.Instances, in)
 	}
-	var cls []qlmsec.LLMClass
+	var cls []llmspec.LLMClass
 	for k := 0; k < 1+r.IntN(3); k++ {
 		model := models[k%len(models)]
 		slo := time.Duration(500+r.IntN(5000)) * time.Millisecond
@@ -56,10 +56,10 @@ func Sample(r *rand.Rand) *dataplane.Deployment {
 		}
 		in := 20 + float64(r.IntN(200))
 		out := 5 + float64(r.IntN(60))
-		cls = append(cls, qlmsec.LLMClass{Name: fmt.Sprintf("c%d", k), Model: model, SLO: formats.Duration(slo), Interactive: k < 2,
+		cls = append(cls, llmspec.LLMClass{Name: fmt.Sprintf("c%d", k), Model: model, SLO: formats.Duration(slo), Interactive: k < 2,
 			RateRPS:      float64(2 + r.IntN(15)),
-			InputTokens:  qlmsec.TokenProfile{Mean: in, Std: in / 2, Max: int(4 * in)},
-			OutputTokens: qlmsec.TokenProfile{Mean: out, Std: out / 2, Max: int(4 * out)}})
+			InputTokens:  llmspec.TokenProfile{Mean: in, Std: in / 2, Max: int(4 * in)},
+			OutputTokens: llmspec.TokenProfile{Mean: out, Std: out / 2, Max: int(4 * out)}})
 	}
 	d, err := Build(cls, setup)
 	if err != nil {

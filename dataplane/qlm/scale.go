@@ -6,7 +6,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
 // MixedDeployment is a fixed QLM set-up at n instances and load × its rate (the simulator's
@@ -24,11 +24,11 @@ func MixedDeployment(n int, load float64) (*dataplane.Deployment, error) {
 	for i := 0; i < n; i++ {
 		setup.Instances = append(setup.Instances, Instance{Name: fmt.Sprintf("i%d", i), GPU: "A100", Model: []string{"small", "large"}[i%2]})
 	}
-	tok := func(m float64) qlmsec.TokenProfile {
-		return qlmsec.TokenProfile{Mean: m, Std: m / 2, Max: int(4 * m)}
+	tok := func(m float64) llmspec.TokenProfile {
+		return llmspec.TokenProfile{Mean: m, Std: m / 2, Max: int(4 * m)}
 	}
 	per := float64(n) * load
-	cls := []qlmsec.LLMClass{
+	cls := []llmspec.LLMClass{
 		{Name: "chat", Model: "small", SLO: formats.Duration(2 * time.Second), Interactive: true, RateRPS: 3 * per, InputTokens: tok(100), OutputTokens: tok(30)},
 		{Name: "code", Model: "large", SLO: formats.Duration(4 * time.Second), Interactive: true, RateRPS: 1 * per, InputTokens: tok(200), OutputTokens: tok(40)},
 		{Name: "batch", Model: "small", SLO: formats.Duration(30 * time.Second), RateRPS: 1 * per, InputTokens: tok(300), OutputTokens: tok(60)},

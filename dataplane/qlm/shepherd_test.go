@@ -6,7 +6,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -14,7 +14,7 @@ import (
 // times with the given token counts, and returns each request's first-token and done time.
 func runTimes(t *testing.T, pol string, at []dataplane.Time, in, out []int32) (ttft, done map[dataplane.ReqID]dataplane.Time) {
 	t.Helper()
-	dep, err := Build([]qlmsec.LLMClass{oneClass("m", time.Minute)}, Setup{Profiles: []formats.LLMProfile{handProfile()}, Instances: []Instance{{Name: "i0", GPU: "A100", Model: "m"}}})
+	dep, err := Build([]llmspec.LLMClass{oneClass("m", time.Minute)}, Setup{Profiles: []formats.LLMProfile{handProfile()}, Instances: []Instance{{Name: "i0", GPU: "A100", Model: "m"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -18,8 +18,8 @@ func TestTensorParallelProfiles(t *testing.T) {
 	one := sampleProfile("m", "A100", 7, 1, 100_000)
 	two := sampleProfile("m", "A100", 7, 0.6, 300_000)
 	two.GPUCount = 2
-	cls := []qlmsec.LLMClass{{Name: "c", Model: "m", SLO: formats.Duration(20e9), RateRPS: 1,
-		InputTokens: qlmsec.TokenProfile{Mean: 100, Max: 1000}, OutputTokens: qlmsec.TokenProfile{Mean: 100, Max: 1000}}}
+	cls := []llmspec.LLMClass{{Name: "c", Model: "m", SLO: formats.Duration(20e9), RateRPS: 1,
+		InputTokens: llmspec.TokenProfile{Mean: 100, Max: 1000}, OutputTokens: llmspec.TokenProfile{Mean: 100, Max: 1000}}}
 	cases := []struct {
 		name  string
 		count int

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // FromTraceOptions say how a trace becomes a workload (FromTrace).
@@ -201,12 +201,12 @@ func fromRequests(path string, reqs []formats.TraceRequest, blockTokens int, o F
 		s.InP50, s.InP90, s.InP99 = rank(in, 0.5), rank(in, 0.9), rank(in, 0.99)
 		s.OutP50, s.OutP90, s.OutP99 = rank(out, 0.5), rank(out, 0.9), rank(out, 0.99)
 		s.PrefixTokens = int(math.Round(float64(g.hit) / float64(len(g.in))))
-		c := qlmsec.LLMClass{Name: g.name, Model: g.model, RateRPS: round3(rateOf(s, o.Basis)),
+		c := llmspec.LLMClass{Name: g.name, Model: g.model, RateRPS: round3(rateOf(s, o.Basis)),
 			InputTokens: tokenProfile(in), OutputTokens: tokenProfile(out), PrefixTokens: s.PrefixTokens}
 		if err := suggestSLO(path, &c, &s, o); err != nil {
 			return nil, err
 		}
-		qlmsec.SetClasses(w, append(qlmsec.ClassesOf(w), c))
+		llmspec.SetClasses(w, append(llmspec.ClassesOf(w), c))
 		sums = append(sums, s)
 	}
 	return sums, nil
@@ -216,7 +216,7 @@ func fromRequests(path string, reqs []formats.TraceRequest, blockTokens int, o F
 // its p99 request on the fastest profile of its model (prefill of the p99 prompt, then the
 // p99 output's decode steps at the profile's step time) and, for TTFT, o.SLOScale × that
 // prefill.
-func suggestSLO(path string, c *qlmsec.LLMClass, s *ClassSummary, o FromTraceOptions) error {
+func suggestSLO(path string, c *llmspec.LLMClass, s *ClassSummary, o FromTraceOptions) error {
 	if o.SLO > 0 {
 		c.SLO = formats.Duration(o.SLO)
 		s.SLOFrom = "--slo"
@@ -285,7 +285,7 @@ func rank(xs []int, q float64) int {
 	return xs[min(max(i, 0), len(xs)-1)]
 }
 
-func tokenProfile(sorted []int) qlmsec.TokenProfile {
+func tokenProfile(sorted []int) llmspec.TokenProfile {
 	var sum, sq float64
 	for _, x := range sorted {
 		sum += float64(x)
@@ -294,7 +294,7 @@ func tokenProfile(sorted []int) qlmsec.TokenProfile {
 	for _, x := range sorted {
 		sq += (float64(x) - mean) * (float64(x) - mean)
 	}
-	return qlmsec.TokenProfile{Mean: round3(mean), Std: round3(math.Sqrt(sq / float64(len(sorted)))), Max: sorted[len(sorted)-1]}
+	return llmspec.TokenProfile{Mean: round3(mean), Std: round3(math.Sqrt(sq / float64(len(sorted)))), Max: sorted[len(sorted)-1]}
 }
 
 func rateOf(s ClassSummary, basis string) float64 {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 func reqsAt(secs ...float64) []formats.TraceRequest {
@@ -74,7 +74,7 @@ func TestFromTraceLLMClasses(t *testing.T) {
 	if s.InP50 != 500 || s.InP90 != 900 || s.InP99 != 990 || s.OutP99 != 99 {
 		t.Errorf("percentiles in %d/%d/%d out p99 %d, want 500/900/990, 99", s.InP50, s.InP90, s.InP99, s.OutP99)
 	}
-	c := qlmsec.ClassesOf(w)[0]
+	c := llmspec.ClassesOf(w)[0]
 	if c.Name != "chat" || c.Model != "llm" || c.InputTokens.Max != 1000 || c.InputTokens.Mean != 505 {
 		t.Errorf("class %+v", c)
 	}
@@ -89,8 +89,8 @@ func TestFromTraceLLMClasses(t *testing.T) {
 		t.Errorf("SLO from %q, want the fast profile", s.SLOFrom)
 	}
 	w, _, err = FromTrace("t.json", &formats.Trace{Requests: reqs}, FromTraceOptions{SLO: 3 * time.Second})
-	if err != nil || qlmsec.ClassesOf(w)[0].SLO.D() != 3*time.Second || qlmsec.ClassesOf(w)[0].TTFTSLO != 0 {
-		t.Errorf("--slo 3s: %+v, %v", qlmsec.ClassesOf(w), err)
+	if err != nil || llmspec.ClassesOf(w)[0].SLO.D() != 3*time.Second || llmspec.ClassesOf(w)[0].TTFTSLO != 0 {
+		t.Errorf("--slo 3s: %+v, %v", llmspec.ClassesOf(w), err)
 	}
 }
 

@@ -10,7 +10,7 @@ import "github.com/plan-dev/plan/formats"
 // of their prefix_tokens, so a request finds the larger its group computed so far, up to its
 // own — or Mooncake hash ids, one per blockTokens prompt tokens (0: 512), whose longest run
 // of leading ids already seen is cached. Real caches evict; this is the ceiling the trace
-// allows, which is what a workload's shared prefix (qlmsec.LLMClass.PrefixTokens) states.
+// allows, which is what a workload's shared prefix (llmspec.LLMClass.PrefixTokens) states.
 func prefixHits(reqs []formats.TraceRequest, blockTokens int) []int {
 	if blockTokens <= 0 {
 		blockTokens = formats.MooncakeBlockTokens

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
 // TestPrefixHits: hand-counted cached tokens per request, for prefix groups and Mooncake
@@ -57,7 +57,7 @@ func TestFromTracePrefixTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 0 + 600 + 600 + 600 over 4 requests.
-	if got := qlmsec.ClassesOf(w)[0].PrefixTokens; got != 450 || sums[0].PrefixTokens != 450 {
+	if got := llmspec.ClassesOf(w)[0].PrefixTokens; got != 450 || sums[0].PrefixTokens != 450 {
 		t.Errorf("prefix_tokens %d (summary %d), want 450", got, sums[0].PrefixTokens)
 	}
 	if d := describe("t.json", FromTraceOptions{Basis: "mean"}, sums); !strings.Contains(d, "450 prompt tokens cached per request") {
@@ -67,7 +67,7 @@ func TestFromTracePrefixTokens(t *testing.T) {
 		reqs[i].PrefixGroup, reqs[i].PrefixTokens = "", 0
 	}
 	w, _, err = FromTrace("t.json", &formats.Trace{Requests: reqs}, FromTraceOptions{SLO: 5e9})
-	if err != nil || qlmsec.ClassesOf(w)[0].PrefixTokens != 0 {
-		t.Errorf("no sharing: %+v, %v", qlmsec.ClassesOf(w), err)
+	if err != nil || llmspec.ClassesOf(w)[0].PrefixTokens != 0 {
+		t.Errorf("no sharing: %+v, %v", llmspec.ClassesOf(w), err)
 	}
 }

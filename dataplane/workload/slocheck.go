@@ -8,7 +8,7 @@ import (
 )
 
 // LLMSLOs are an LLM class's SLOs (0 = not set; E2E always is) and the share of requests
-// each must hold for (qlmsec.LLMClass.Percentiles).
+// each must hold for (llmspec.LLMClass.Percentiles).
 type LLMSLOs struct {
 	E2E, TTFT, TPOT    dataplane.Time
 	E2EP, TTFTP, TPOTP float64

@@ -10,6 +10,7 @@ import (
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
@@ -136,9 +137,9 @@ func TestEngineFlags(t *testing.T) {
 			[]string{`--speculative-config={"method":"draft_model","model":"meta-llama/Llama-3.2-1B-Instruct","num_speculative_tokens":3}`}},
 		{"cpu kv offload", "", &formats.LLMEngine{KVOffloadBytes: 64 << 30},
 			[]string{`--kv-transfer-config={"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"block_size":16,"cpu_bytes_to_use":68719476736}}`}},
-		{"prefill", qlmsec.RolePrefill, &formats.LLMEngine{EnablePrefixCaching: new(true), Speculative: free},
+		{"prefill", llmspec.RolePrefill, &formats.LLMEngine{EnablePrefixCaching: new(true), Speculative: free},
 			[]string{"--enable-prefix-caching", `--kv-transfer-config={"kv_connector":"NixlConnector","kv_role":"kv_producer"}`}},
-		{"decode", qlmsec.RoleDecode, &formats.LLMEngine{EnablePrefixCaching: new(true), Speculative: free},
+		{"decode", llmspec.RoleDecode, &formats.LLMEngine{EnablePrefixCaching: new(true), Speculative: free},
 			[]string{"--no-enable-prefix-caching", `--speculative-config={"method":"ngram","num_speculative_tokens":4}`, `--kv-transfer-config={"kv_connector":"NixlConnector","kv_role":"kv_consumer"}`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,7 +176,7 @@ func TestEngineFlagsRejects(t *testing.T) {
 		role, want string
 	}{
 		{"both", `qlm.instances[0].role: "both": must be one of prefill, decode`},
-		{qlmsec.RoleDecode, "profiles[0].llms[0].engine.speculative.draft_model: missing: drafting costs time (draft_step_us 800, draft_cost_ratio 0)"},
+		{llmspec.RoleDecode, "profiles[0].llms[0].engine.speculative.draft_model: missing: drafting costs time (draft_step_us 800, draft_cost_ratio 0)"},
 		{"", "profiles[0].llms[0].engine.speculative.draft_model: missing"},
 	} {
 		var e Engine
@@ -185,12 +186,12 @@ func TestEngineFlagsRejects(t *testing.T) {
 	}
 	off := formats.LLMProfile{Model: "m", GPU: "A100", Engine: &formats.LLMEngine{KVOffloadBytes: 1 << 30}}
 	var eo Engine
-	if err := engineFlags(&eo, &off, "profiles[0].llms[0]", qlmsec.RoleDecode, "qlm.instances[0]"); err == nil || !strings.Contains(err.Error(), "profiles[0].llms[0].engine.kv_offload_bytes: 1073741824: on a decode instance, not exported") {
+	if err := engineFlags(&eo, &off, "profiles[0].llms[0]", llmspec.RoleDecode, "qlm.instances[0]"); err == nil || !strings.Contains(err.Error(), "profiles[0].llms[0].engine.kv_offload_bytes: 1073741824: on a decode instance, not exported") {
 		t.Errorf("offload on a decode instance: %v", err)
 	}
 	// A prefill instance does not speculate: its missing draft model is no error.
 	var e Engine
-	if err := engineFlags(&e, &p, "profiles[0].llms[0]", qlmsec.RolePrefill, "qlm.instances[0]"); err != nil || e.SpeculativeConfig != nil {
+	if err := engineFlags(&e, &p, "profiles[0].llms[0]", llmspec.RolePrefill, "qlm.instances[0]"); err != nil || e.SpeculativeConfig != nil {
 		t.Errorf("prefill: err %v, speculative_config %+v: want neither", err, e.SpeculativeConfig)
 	}
 }

@@ -67,6 +67,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	pllm "github.com/plan-dev/plan/profiler/llm"
 )
@@ -120,7 +121,7 @@ type Record struct {
 	GPUs     int                 `json:"gpus"`
 	Groups   []qlmsec.QLMGroup   `json:"groups"`
 	Queues   map[string][]string `json:"queues"`
-	Classes  []qlmsec.LLMClass   `json:"classes"`
+	Classes  []llmspec.LLMClass  `json:"classes"`
 	Units    map[string]string   `json:"units"`
 	// Roles are the roles of a disaggregated plan's instances (by name; aggregated
 	// instances are not listed): the coordinator sends a request to a prefill instance,
@@ -222,7 +223,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 		return nil, fmt.Errorf("--model: a QLM plan serves whole LLMs on vLLM engines; there is no partition to cut")
 	}
 	e := p.Provenance.Embedded
-	if e == nil || e.Workload == nil || len(qlmsec.ClassesOf(e.Workload)) == 0 {
+	if e == nil || e.Workload == nil || len(llmspec.ClassesOf(e.Workload)) == 0 {
 		return nil, fmt.Errorf("provenance.embedded.workload.llm_classes: missing: the classes of a qlm plan come from its embedded workload")
 	}
 	cl, types, err := export.PlanGPUTypes(p, "a qlm plan")
@@ -238,7 +239,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 	}
 	// The longest request (prompt + output) of each model's classes bounds its context.
 	maxLen := map[string]int{}
-	for _, c := range qlmsec.ClassesOf(e.Workload) {
+	for _, c := range llmspec.ClassesOf(e.Workload) {
 		maxLen[c.Model] = max(maxLen[c.Model], c.InputTokens.Max+c.OutputTokens.Max)
 	}
 	groups := map[string]bool{}
@@ -248,7 +249,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 	l := &layout{o: o, coord: export.DNSLabel(o.Name + "-coordinator"),
 		rec: Record{Policy: dq.PolicyQLM, Params: map[string]float64{"delta": DefaultDelta, "confidence": DefaultConfidence},
 			ReplanMs: q.ReplanMs, GPUs: len(types), Groups: q.Groups, Queues: map[string][]string{},
-			Classes: qlmsec.ClassesOf(e.Workload), Units: map[string]string{}}}
+			Classes: llmspec.ClassesOf(e.Workload), Units: map[string]string{}}}
 	if l.rec.Groups == nil {
 		l.rec.Groups = []qlmsec.QLMGroup{}
 	}
@@ -320,7 +321,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 // model — those of its virtual queue first, in queue order (the one it serves at start),
 // then the model's others in workload order (a re-plan may move their groups to it). A
 // model no class names is served by its own name.
-func servedNames(in qlmsec.QLMInstance, groups []qlmsec.QLMGroup, classes []qlmsec.LLMClass) []string {
+func servedNames(in qlmsec.QLMInstance, groups []qlmsec.QLMGroup, classes []llmspec.LLMClass) []string {
 	var names []string
 	add := func(n string) {
 		if n != "" && !slices.Contains(names, n) {

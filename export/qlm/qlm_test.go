@@ -13,6 +13,7 @@ import (
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/profiler/llm"
 )
@@ -46,8 +47,8 @@ func check(t *testing.T, got *Exported, p *formats.Plan, gpus map[string][]int) 
 	if got.Policy != "qlm" || got.Params["delta"] != DefaultDelta || got.Params["confidence"] != DefaultConfidence {
 		t.Errorf("policy %q, params %v: want qlm with δ = 4, Δ = 0.95", got.Policy, got.Params)
 	}
-	if !reflect.DeepEqual(got.Classes, qlmsec.ClassesOf(p.Provenance.Embedded.Workload)) {
-		t.Errorf("classes read back:\n%+v\nworkload:\n%+v", got.Classes, qlmsec.ClassesOf(p.Provenance.Embedded.Workload))
+	if !reflect.DeepEqual(got.Classes, llmspec.ClassesOf(p.Provenance.Embedded.Workload)) {
+		t.Errorf("classes read back:\n%+v\nworkload:\n%+v", got.Classes, llmspec.ClassesOf(p.Provenance.Embedded.Workload))
 	}
 	if !reflect.DeepEqual(got.GPUs, gpus) {
 		t.Errorf("GPUs read back %v, want %v", got.GPUs, gpus)
@@ -361,8 +362,8 @@ func renameVicuna(p *formats.Plan) {
 			l.Model, l.HFModel = "my-13b", ""
 		}
 	}
-	for i := range qlmsec.ClassesOf(e.Workload) {
-		if c := &qlmsec.ClassesOf(e.Workload)[i]; c.Model == "vicuna-13b" {
+	for i := range llmspec.ClassesOf(e.Workload) {
+		if c := &llmspec.ClassesOf(e.Workload)[i]; c.Model == "vicuna-13b" {
 			c.Model = "my-13b"
 		}
 	}

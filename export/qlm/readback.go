@@ -14,6 +14,7 @@ import (
 
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
@@ -27,7 +28,7 @@ type Exported struct {
 	Plan    *qlmsec.QLMPlan
 	Policy  string
 	Params  map[string]float64
-	Classes []qlmsec.LLMClass
+	Classes []llmspec.LLMClass
 	GPUs    map[string][]int
 	Engines map[string]Engine
 }
@@ -111,7 +112,7 @@ func (rb *reader) instance(params map[string]string, unit string, gpuCount int, 
 	want, ok := kvRoles[role]
 	switch {
 	case !ok && role != "":
-		return fmt.Errorf("instance %s: %s %q: not a role (%s, %s)", name, ParamRole, role, qlmsec.RolePrefill, qlmsec.RoleDecode)
+		return fmt.Errorf("instance %s: %s %q: not a role (%s, %s)", name, ParamRole, role, llmspec.RolePrefill, llmspec.RoleDecode)
 	case role == "" && eng.KVTransferConfig != nil && eng.KVTransferConfig.KVConnector != OffloadConnector:
 		return fmt.Errorf("instance %s: an aggregated instance whose engine has a kv_transfer_config (kv_role %q)", name, eng.KVTransferConfig.KVRole)
 	case role != "" && (eng.KVTransferConfig == nil || eng.KVTransferConfig.KVRole != want):

@@ -7,7 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
 // Disaggregated prefill/decode plans and the engine flags of roles and speculative decoding
@@ -36,7 +36,7 @@ const ParamRole = "qlm.role"
 const KVConnector = "NixlConnector"
 
 // kvRoles are vLLM's kv_role of each plan role.
-var kvRoles = map[string]string{qlmsec.RolePrefill: "kv_producer", qlmsec.RoleDecode: "kv_consumer"}
+var kvRoles = map[string]string{llmspec.RolePrefill: "kv_producer", llmspec.RoleDecode: "kv_consumer"}
 
 // SpeculativeConfig is vLLM's speculative_config (--speculative-config JSON;
 // vllm.config.speculative.SpeculativeConfig: method among "ngram", "draft_model", …, the
@@ -78,7 +78,7 @@ func engineFlags(e *Engine, p *formats.LLMProfile, pf, role, f string) error {
 	if err := checkRole(f, role); err != nil {
 		return err
 	}
-	if p.Engine != nil && p.Engine.Speculative != nil && role != qlmsec.RolePrefill {
+	if p.Engine != nil && p.Engine.Speculative != nil && role != llmspec.RolePrefill {
 		sc, err := speculativeConfig(p.Engine.Speculative, pf+".engine.speculative")
 		if err != nil {
 			return err
@@ -99,7 +99,7 @@ func engineFlags(e *Engine, p *formats.LLMProfile, pf, role, f string) error {
 		return fmt.Errorf("%s.engine.kv_offload_bytes: %d: on a %s instance, not exported: vLLM would need a MultiConnector of %s and %s", pf, offload, role, KVConnector, OffloadConnector)
 	}
 	e.KVTransferConfig = &KVTransferConfig{KVConnector: KVConnector, KVRole: kvRoles[role]}
-	if role == qlmsec.RoleDecode {
+	if role == llmspec.RoleDecode {
 		off := false
 		e.EnablePrefixCaching = &off
 	}
@@ -109,7 +109,7 @@ func engineFlags(e *Engine, p *formats.LLMProfile, pf, role, f string) error {
 // checkRole reports a role that is none (f names the instance).
 func checkRole(f, role string) error {
 	if _, ok := kvRoles[role]; !ok && role != "" {
-		return fmt.Errorf("%s.role: %q: must be one of %s, %s (or omitted: an aggregated instance)", f, role, qlmsec.RolePrefill, qlmsec.RoleDecode)
+		return fmt.Errorf("%s.role: %q: must be one of %s, %s (or omitted: an aggregated instance)", f, role, llmspec.RolePrefill, llmspec.RoleDecode)
 	}
 	return nil
 }

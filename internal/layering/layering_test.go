@@ -88,6 +88,10 @@ var layers = []layer{
 	// sections): above formats' shared types, below everything that reads files, so the
 	// registry (and tests) hand them to formats as a SectionSet.
 	{"formats/sections", 0, "formats", 0},
+	// The LLM vocabulary (classes, token profiles, SLO percentiles, instance roles, the
+	// workload's llm_classes): shared by the engine, the simulator, the deployment search,
+	// serve and QLM's plan section, so it sits beside formats' shared types, under all of them.
+	{"formats/llmspec", 0, "formats", 0},
 	{"formats", 0, "formats", 0},
 	// Dependency-free helpers and test-only packages.
 	{"internal/simbench", 0, "simbench", 0},

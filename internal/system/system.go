@@ -10,7 +10,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/serve"
@@ -87,7 +87,7 @@ type System struct {
 type Engine struct {
 	// Deploy builds the deployment of one instance of prof (its model on its GPU count)
 	// serving classes, each an application of the deployment in the order given.
-	Deploy func(prof formats.LLMProfile, classes []qlmsec.LLMClass) (*dataplane.Deployment, error)
+	Deploy func(prof formats.LLMProfile, classes []llmspec.LLMClass) (*dataplane.Deployment, error)
 	// Policy is the default policy: the one that schedules as the engine itself does (vLLM's
 	// FCFS scheduler), not a planner's queueing on top of it.
 	Policy string

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems/toysys"
 )
@@ -36,7 +36,7 @@ func TestRegistryWorkloadSections(t *testing.T) {
 		t.Errorf("in-tree decode: %v", err)
 	}
 	// The typed sections, in file order whatever the registry's order.
-	mixed := dyorcsec.SetWorkflows(qlmsec.SetClasses(ppipesec.SetModels(&formats.Workload{}, []ppipesec.ModelWorkload{{Name: "m"}}), []qlmsec.LLMClass{{Name: "c"}}), &dyorcsec.Workflows{})
+	mixed := dyorcsec.SetWorkflows(llmspec.SetClasses(ppipesec.SetModels(&formats.Workload{}, []ppipesec.ModelWorkload{{Name: "m"}}), []llmspec.LLMClass{{Name: "c"}}), &dyorcsec.Workflows{})
 	if got := Default().WorkloadSections(mixed); strings.Join(got, ",") != "models,llm_classes,workflows" {
 		t.Errorf("WorkloadSections = %v", got)
 	}

@@ -25,15 +25,15 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // HasClasses reports whether plan p's demand is LLM classes: its embedded workload lists
 // llm_classes (the autopilot then re-solves them with ClassResolve or NewClassRateSolver).
 func HasClasses(p *formats.Plan) bool {
 	e := p.Provenance.Embedded
-	return e != nil && e.Workload != nil && len(qlmsec.ClassesOf(e.Workload)) > 0
+	return e != nil && e.Workload != nil && len(llmspec.ClassesOf(e.Workload)) > 0
 }
 
 // ClassResolve wraps a system's re-solve for the ladder of base, a plan with llm_classes:
@@ -56,9 +56,9 @@ func ClassResolve(base *formats.Plan, resolve func(context.Context, *formats.Pla
 		emb := *e
 		w := *e.Workload
 		w.Sections = maps.Clone(w.Sections) // a copy: its own sections
-		qlmsec.SetClasses(&w, slices.Clone(qlmsec.ClassesOf(&w)))
-		for i := range qlmsec.ClassesOf(&w) {
-			qlmsec.ClassesOf(&w)[i].RateRPS *= share
+		llmspec.SetClasses(&w, slices.Clone(llmspec.ClassesOf(&w)))
+		for i := range llmspec.ClassesOf(&w) {
+			llmspec.ClassesOf(&w)[i].RateRPS *= share
 		}
 		emb.Workload = &w
 		prov.Embedded = &emb
@@ -84,9 +84,9 @@ func NewClassRateSolver(base *formats.Plan, apps []string, resolve func(context.
 	if !HasClasses(base) {
 		return nil, errors.New("autopilot: the cost objective re-solves a plan's embedded workload llm_classes (provenance.embedded.workload.llm_classes): this plan has none")
 	}
-	cls := qlmsec.ClassesOf(base.Provenance.Embedded.Workload)
+	cls := llmspec.ClassesOf(base.Provenance.Embedded.Workload)
 	for _, a := range apps {
-		if !slices.ContainsFunc(cls, func(c qlmsec.LLMClass) bool { return c.Name == a }) {
+		if !slices.ContainsFunc(cls, func(c llmspec.LLMClass) bool { return c.Name == a }) {
 			return nil, fmt.Errorf("autopilot: the plan's embedded workload has no llm_class %q", a)
 		}
 	}
@@ -102,7 +102,7 @@ func setRates(w *formats.Workload, apps []string, rates []float64) {
 			ms[i].RateRPS = rates[k]
 		}
 	}
-	cs := slices.Clone(qlmsec.ClassesOf(w))
+	cs := slices.Clone(llmspec.ClassesOf(w))
 	for i := range cs {
 		if k := slices.Index(apps, cs[i].Name); k >= 0 {
 			cs[i].RateRPS = rates[k]
@@ -110,5 +110,5 @@ func setRates(w *formats.Workload, apps []string, rates []float64) {
 	}
 	w.Sections = maps.Clone(w.Sections) // w is a copy: its sections are its own
 	ppipesec.SetModels(w, ms)
-	qlmsec.SetClasses(w, cs)
+	llmspec.SetClasses(w, cs)
 }

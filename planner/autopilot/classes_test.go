@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
@@ -91,8 +91,8 @@ func TestClassResolveRungs(t *testing.T) {
 		}
 		prev = c.Capacity[0]
 		p := c.Plan.(*formats.Plan)
-		for i, cl := range qlmsec.ClassesOf(p.Provenance.Embedded.Workload) {
-			want := qlmsec.ClassesOf(qlmFixture(t).Provenance.Embedded.Workload)[i].RateRPS * float64(k) / 16
+		for i, cl := range llmspec.ClassesOf(p.Provenance.Embedded.Workload) {
+			want := llmspec.ClassesOf(qlmFixture(t).Provenance.Embedded.Workload)[i].RateRPS * float64(k) / 16
 			if math.Abs(cl.RateRPS-want) > 1e-9 {
 				t.Errorf("rung %d: class %s planned for %g rps, want %g (the rung's share)", k, cl.Name, cl.RateRPS, want)
 			}
@@ -134,9 +134,9 @@ func TestQLMLadderSolve(t *testing.T) {
 // application's demand (on the grid); a plan without the classes is refused.
 func TestClassRateSolver(t *testing.T) {
 	base := qlmFixture(t)
-	var got []qlmsec.LLMClass
+	var got []llmspec.LLMClass
 	resolve := func(_ context.Context, p *formats.Plan) (*formats.Plan, error) {
-		got = qlmsec.ClassesOf(p.Provenance.Embedded.Workload)
+		got = llmspec.ClassesOf(p.Provenance.Embedded.Workload)
 		return p, nil
 	}
 	r, err := NewClassRateSolver(base, []string{"code", "conv"}, resolve, qlmDeploy)
@@ -152,8 +152,8 @@ func TestClassRateSolver(t *testing.T) {
 			t.Errorf("class %s re-solved for %g rps, want %g", cl.Name, cl.RateRPS, want[cl.Name])
 		}
 	}
-	if qlmsec.ClassesOf(base.Provenance.Embedded.Workload)[0].RateRPS != 40 {
-		t.Errorf("the base plan's classes changed: %+v", qlmsec.ClassesOf(base.Provenance.Embedded.Workload))
+	if llmspec.ClassesOf(base.Provenance.Embedded.Workload)[0].RateRPS != 40 {
+		t.Errorf("the base plan's classes changed: %+v", llmspec.ClassesOf(base.Provenance.Embedded.Workload))
 	}
 	for _, tc := range []struct {
 		name string

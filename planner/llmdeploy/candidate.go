@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/planner"
 	pllm "github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/profiler/roofline"
@@ -25,12 +25,12 @@ const (
 	Disaggregated Mode = "disaggregated"
 )
 
-// Role names of a candidate's instances (qlmsec.QLMInstance.Role; "" for an aggregated
-// engine).
+// Role names of a candidate's instances (llmspec's roles, which a plan's instances state;
+// "" for an aggregated engine).
 const (
 	RoleBoth    = ""
-	RolePrefill = qlmsec.RolePrefill
-	RoleDecode  = qlmsec.RoleDecode
+	RolePrefill = llmspec.RolePrefill
+	RoleDecode  = llmspec.RoleDecode
 )
 
 // Engine is the engine settings a candidate runs with (vLLM's flag names, formats.LLMEngine).
@@ -248,9 +248,9 @@ func serverGPUs(c *formats.Cluster, gpu string) int {
 func checkClasses(in planner.Inputs) []string {
 	var probs []string
 	wp := refPath(in, formats.KindWorkload, 0, "workload")
-	for i, c := range qlmsec.ClassesOf(in.Workload) {
+	for i, c := range llmspec.ClassesOf(in.Workload) {
 		for _, f := range []struct{ name, v string }{{"slo_percentile", c.SLOPercentile}, {"ttft_percentile", c.TTFTPercentile}, {"tpot_percentile", c.TPOTPercentile}} {
-			if _, ok := qlmsec.SLOPercentiles[f.v]; f.v != "" && !ok {
+			if _, ok := llmspec.SLOPercentiles[f.v]; f.v != "" && !ok {
 				probs = append(probs, fmt.Sprintf("%s: llm_classes[%d].%s: %q: must be p50, p90, p95 or p99", wp, i, f.name, f.v))
 			}
 		}
@@ -280,7 +280,7 @@ func Enumerate(in planner.Inputs, o Options) ([]Candidate, error) {
 	probs := checkClasses(in)
 	var models []string
 	seen := map[string]bool{}
-	for _, c := range qlmsec.ClassesOf(in.Workload) {
+	for _, c := range llmspec.ClassesOf(in.Workload) {
 		if !seen[c.Model] {
 			seen[c.Model] = true
 			models = append(models, c.Model)
@@ -308,7 +308,7 @@ func Enumerate(in planner.Inputs, o Options) ([]Candidate, error) {
 }
 
 func classIndex(w *formats.Workload, model string) int {
-	for i, c := range qlmsec.ClassesOf(w) {
+	for i, c := range llmspec.ClassesOf(w) {
 		if c.Model == model {
 			return i
 		}
@@ -399,7 +399,7 @@ func roles(in planner.Inputs, model string, o Options) ([]Role, []string) {
 		}
 	}
 	shared := false
-	for _, c := range qlmsec.ClassesOf(in.Workload) {
+	for _, c := range llmspec.ClassesOf(in.Workload) {
 		shared = shared || (c.Model == model && c.PrefixTokens > 0)
 	}
 	var out []Role
@@ -520,7 +520,7 @@ func profileTPNotes(in planner.Inputs, o Options) []string {
 	o = o.withDefaults()
 	var notes []string
 	seen := map[string]bool{}
-	for _, c := range qlmsec.ClassesOf(in.Workload) {
+	for _, c := range llmspec.ClassesOf(in.Workload) {
 		m := c.Model
 		if seen[m] {
 			continue

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/plan-dev/plan/dataplane/llm"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
 // DisaggregatedEvaluator replays one disaggregated unit: Ratio[0] prefill instances and
@@ -15,7 +15,7 @@ import (
 type DisaggregatedEvaluator struct{}
 
 // Probe implements Evaluator.
-func (DisaggregatedEvaluator) Probe(c Candidate, classes []qlmsec.LLMClass, rate float64, o Options) ([]ClassPrediction, error) {
+func (DisaggregatedEvaluator) Probe(c Candidate, classes []llmspec.LLMClass, rate float64, o Options) ([]ClassPrediction, error) {
 	if c.Mode != Disaggregated || len(c.Roles) != 2 {
 		return nil, fmt.Errorf("llmdeploy: disaggregated candidate %s has %d roles, want prefill and decode", c.Label(), len(c.Roles))
 	}

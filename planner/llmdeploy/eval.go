@@ -14,7 +14,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/dataplane/llm/sched/fcfs"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -58,7 +58,7 @@ func (p ClassPrediction) Met() bool {
 // of prefill and decode instances) at a total request rate of the model's classes at their
 // mix. The disaggregated mode plugs in as another Evaluator (Evaluators).
 type Evaluator interface {
-	Probe(c Candidate, classes []qlmsec.LLMClass, rate float64, o Options) ([]ClassPrediction, error)
+	Probe(c Candidate, classes []llmspec.LLMClass, rate float64, o Options) ([]ClassPrediction, error)
 }
 
 // Evaluators are the modes' evaluators; a mode without one is not searched.
@@ -69,7 +69,7 @@ var Evaluators = map[Mode]Evaluator{Aggregated: AggregatedEvaluator{}, Disaggreg
 type AggregatedEvaluator struct{}
 
 // Probe implements Evaluator.
-func (AggregatedEvaluator) Probe(c Candidate, classes []qlmsec.LLMClass, rate float64, o Options) ([]ClassPrediction, error) {
+func (AggregatedEvaluator) Probe(c Candidate, classes []llmspec.LLMClass, rate float64, o Options) ([]ClassPrediction, error) {
 	if len(c.Roles) != 1 {
 		return nil, fmt.Errorf("llmdeploy: aggregated candidate %s has %d roles, want 1", c.Label(), len(c.Roles))
 	}
@@ -86,7 +86,7 @@ func (AggregatedEvaluator) Probe(c Candidate, classes []qlmsec.LLMClass, rate fl
 // arrival times and the lengths depend on seed alone, so probes at different rates see the
 // same requests compressed or stretched in time (common random numbers: capacity is
 // monotone in the rate, so bisection is well posed). cls[i] is request i's class index.
-func Requests(classes []qlmsec.LLMClass, rate float64, n int, seed uint64) ([]llm.Request, []int) {
+func Requests(classes []llmspec.LLMClass, rate float64, n int, seed uint64) ([]llm.Request, []int) {
 	rng := rand.New(rand.NewPCG(seed, 0x11d)) //nolint:gosec // a seeded simulation, not security
 	shares := make([]float64, len(classes))
 	total := 0.0
@@ -130,7 +130,7 @@ const warmupShare = 0.05
 // Judge measures each class's TTFT, TPOT (the mean time per output token after the first)
 // and end-to-end latency over the requests after the warm-up, and judges each SLO the class
 // sets at its percentile.
-func Judge(classes []qlmsec.LLMClass, reqs []llm.Request, cls []int, res []llm.Result) []ClassPrediction {
+func Judge(classes []llmspec.LLMClass, reqs []llm.Request, cls []int, res []llm.Result) []ClassPrediction {
 	skip := int(float64(len(reqs)) * warmupShare)
 	type acc struct {
 		ttft, tpot, e2e          []float64
@@ -222,7 +222,7 @@ const (
 // average batch) emits the classes' mean output tokens, rounded to a power of two (1 req/s
 // without a throughput). Starting near the answer saves probes, and low rates are the
 // dear ones: the engine steps with few sequences, so 2,000 requests take many more steps.
-func start(c Candidate, classes []qlmsec.LLMClass) float64 {
+func start(c Candidate, classes []llmspec.LLMClass) float64 {
 	theta := 0.0
 	if n := len(c.Roles); n > 0 {
 		theta = c.Roles[n-1].Profile.ThroughputTokensPerS * float64(c.instances(n-1))
@@ -242,7 +242,7 @@ func start(c Candidate, classes []qlmsec.LLMClass) float64 {
 
 // Capacity finds c's rate by doubling (or halving) from start to a bracket, then bisecting
 // to precision, each probe simulated by ev (Rate 0: not even a trickle meets the SLOs).
-func Capacity(ev Evaluator, c Candidate, classes []qlmsec.LLMClass, o Options) (Evaluation, error) {
+func Capacity(ev Evaluator, c Candidate, classes []llmspec.LLMClass, o Options) (Evaluation, error) {
 	// last is the prediction at the highest rate that met the SLOs so far (the search's lo).
 	var last []ClassPrediction
 	o.failFast = true
@@ -281,7 +281,7 @@ func Capacity(ev Evaluator, c Candidate, classes []qlmsec.LLMClass, o Options) (
 
 // outRate is the output tokens per second at rate: the judged requests' mean output tokens
 // times the rate.
-func outRate(classes []qlmsec.LLMClass, p []ClassPrediction, rate float64, o Options) float64 {
+func outRate(classes []llmspec.LLMClass, p []ClassPrediction, rate float64, o Options) float64 {
 	var out int64
 	n := 0
 	for _, x := range p {
@@ -302,7 +302,7 @@ var memo = struct {
 }{m: map[string]Evaluation{}}
 
 // mixKey is a class mix's key: every field a probe reads, rates as shares of the total.
-func mixKey(classes []qlmsec.LLMClass) string {
+func mixKey(classes []llmspec.LLMClass) string {
 	total := 0.0
 	for _, c := range classes {
 		total += math.Max(c.RateRPS, 0)
@@ -316,7 +316,7 @@ func mixKey(classes []qlmsec.LLMClass) string {
 }
 
 // capacityMemo is Capacity through the memo.
-func capacityMemo(ev Evaluator, c Candidate, classes []qlmsec.LLMClass, o Options) (Evaluation, error) {
+func capacityMemo(ev Evaluator, c Candidate, classes []llmspec.LLMClass, o Options) (Evaluation, error) {
 	key := fmt.Sprintf("%T#%s#%s#%d#%d#%g", ev, c.Key(), mixKey(classes), o.Requests, o.Seed, o.KVLinkGBps)
 	for _, r := range c.Roles {
 		// A profile given in a file is keyed by its content, not its file name.

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
@@ -81,11 +82,11 @@ func TestEnumerateBadInput(t *testing.T) {
 			want: "profile-tp3.json: llms[0].gpu_count: 3: tensor parallel size 3: does not divide llama-3.1-8b's 32 attention heads"},
 		{name: "model fits no GPU type", workload: "workload.yaml", cluster: "cluster-l40s.yaml",
 			want: `workload.yaml: llm_classes[1].model: "llama-3.1-70b": fits no GPU type of the cluster (L40S) at any tensor-parallel size [1 2 4 8]`},
-		{name: "percentile", workload: "workload.yaml", cluster: "cluster.yaml", edit: func(in *planner.Inputs) { qlmsec.ClassesOf(in.Workload)[0].TPOTPercentile = "p42" },
+		{name: "percentile", workload: "workload.yaml", cluster: "cluster.yaml", edit: func(in *planner.Inputs) { llmspec.ClassesOf(in.Workload)[0].TPOTPercentile = "p42" },
 			want: `workload.yaml: llm_classes[0].tpot_percentile: "p42": must be p50, p90, p95 or p99`},
-		{name: "prompt past the context", workload: "workload.yaml", cluster: "cluster.yaml", edit: func(in *planner.Inputs) { qlmsec.ClassesOf(in.Workload)[0].InputTokens.Max = 100000000 },
+		{name: "prompt past the context", workload: "workload.yaml", cluster: "cluster.yaml", edit: func(in *planner.Inputs) { llmspec.ClassesOf(in.Workload)[0].InputTokens.Max = 100000000 },
 			want: `workload.yaml: llm_classes[0].input_tokens.max: 100000000: with output_tokens.max`},
-		{name: "mean past the context", workload: "workload.yaml", cluster: "cluster.yaml", edit: func(in *planner.Inputs) { qlmsec.ClassesOf(in.Workload)[0].OutputTokens.Mean = 1.5e6 },
+		{name: "mean past the context", workload: "workload.yaml", cluster: "cluster.yaml", edit: func(in *planner.Inputs) { llmspec.ClassesOf(in.Workload)[0].OutputTokens.Mean = 1.5e6 },
 			want: `workload.yaml: llm_classes[0].input_tokens.mean:`},
 	}
 	for _, tc := range cases {
@@ -194,8 +195,8 @@ func TestEnumerateMoE(t *testing.T) {
 // distribution (mean, spread, max), not its mean, at the asked rate; another seed draws
 // others.
 func TestRequestsFullDistribution(t *testing.T) {
-	cls := []qlmsec.LLMClass{{Name: "a", RateRPS: 3, InputTokens: qlmsec.TokenProfile{Mean: 300, Std: 200, Max: 4096}, OutputTokens: qlmsec.TokenProfile{Mean: 250, Std: 150, Max: 1024}},
-		{Name: "b", RateRPS: 1, InputTokens: qlmsec.TokenProfile{Mean: 3000, Std: 1000, Max: 8000}, OutputTokens: qlmsec.TokenProfile{Mean: 150, Std: 80, Max: 512}}}
+	cls := []llmspec.LLMClass{{Name: "a", RateRPS: 3, InputTokens: llmspec.TokenProfile{Mean: 300, Std: 200, Max: 4096}, OutputTokens: llmspec.TokenProfile{Mean: 250, Std: 150, Max: 1024}},
+		{Name: "b", RateRPS: 1, InputTokens: llmspec.TokenProfile{Mean: 3000, Std: 1000, Max: 8000}, OutputTokens: llmspec.TokenProfile{Mean: 150, Std: 80, Max: 512}}}
 	reqs, which := Requests(cls, 8, 20000, 1)
 	var n [2]int
 	var sum, sq [2]float64
@@ -234,12 +235,12 @@ func TestRequestsFullDistribution(t *testing.T) {
 // threshold is an evaluator that meets the SLOs below a rate.
 type threshold float64
 
-func (th threshold) Probe(_ Candidate, classes []qlmsec.LLMClass, rate float64, _ Options) ([]ClassPrediction, error) {
+func (th threshold) Probe(_ Candidate, classes []llmspec.LLMClass, rate float64, _ Options) ([]ClassPrediction, error) {
 	return []ClassPrediction{{Class: classes[0].Name, Requests: 1, Checks: []Check{{Met: rate <= float64(th)}}}}, nil
 }
 
 func TestCapacityBisection(t *testing.T) {
-	cls := []qlmsec.LLMClass{{Name: "a", RateRPS: 1}}
+	cls := []llmspec.LLMClass{{Name: "a", RateRPS: 1}}
 	for _, th := range []float64{0.01, 0.7, 1, 7.3, 300} {
 		e, err := Capacity(threshold(th), Candidate{}, cls, Options{})
 		if err != nil {
@@ -390,7 +391,7 @@ func BenchmarkDeploySearch(b *testing.B) {
 // holds (the real one replays prefill and decode instances over the KV link).
 type perGPU float64
 
-func (p perGPU) Probe(c Candidate, classes []qlmsec.LLMClass, rate float64, _ Options) ([]ClassPrediction, error) {
+func (p perGPU) Probe(c Candidate, classes []llmspec.LLMClass, rate float64, _ Options) ([]ClassPrediction, error) {
 	n := 0
 	for _, g := range c.GPUs() {
 		n += g
@@ -492,8 +493,8 @@ func TestDisaggregatedFleet(t *testing.T) {
 // with caching off.
 func TestPrefixCaching(t *testing.T) {
 	in := inputs(t, "workload.yaml", "cluster.yaml")
-	qlmsec.SetClasses(in.Workload, qlmsec.ClassesOf(in.Workload)[1:]) // the RAG class alone
-	qlmsec.ClassesOf(in.Workload)[0].PrefixTokens = 2000
+	llmspec.SetClasses(in.Workload, llmspec.ClassesOf(in.Workload)[1:]) // the RAG class alone
+	llmspec.ClassesOf(in.Workload)[0].PrefixTokens = 2000
 	o := Options{TP: []int{8}, BatchedTokens: []int{2048}, MaxSeqs: []int{256}, Requests: 1000}
 	cands, err := Enumerate(in, o)
 	if err != nil {
@@ -512,7 +513,7 @@ func TestPrefixCaching(t *testing.T) {
 	off.Roles = []Role{on.Roles[0]}
 	off.Roles[0].Engine.PrefixCaching = false
 	off.Roles[0].Profile = withEngine(on.Roles[0].Profile, off.Roles[0].Engine)
-	cls := qlmsec.ClassesOf(in.Workload)
+	cls := llmspec.ClassesOf(in.Workload)
 	a, err := Capacity(AggregatedEvaluator{}, on, cls, o)
 	if err != nil {
 		t.Fatal(err)
@@ -584,7 +585,7 @@ func TestPlanGPUsOnSizedCluster(t *testing.T) {
 // types serve (rate per GPU of the pair); pairs on one type serve nothing.
 type acrossTypes float64
 
-func (p acrossTypes) Probe(c Candidate, classes []qlmsec.LLMClass, rate float64, _ Options) ([]ClassPrediction, error) {
+func (p acrossTypes) Probe(c Candidate, classes []llmspec.LLMClass, rate float64, _ Options) ([]ClassPrediction, error) {
 	n := 0
 	for _, g := range c.GPUs() {
 		n += g

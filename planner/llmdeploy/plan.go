@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
@@ -106,20 +107,20 @@ func (res *Result) Plan(in planner.Inputs, po PlanOptions) (*formats.Plan, error
 // groups queues one request group per class (tightest SLO first) on its model's instances
 // in turn, as the QLM planner's initial plan does.
 func groups(q *qlmsec.QLMPlan, w *formats.Workload) {
-	cls := make([]int, len(qlmsec.ClassesOf(w)))
+	cls := make([]int, len(llmspec.ClassesOf(w)))
 	for i := range cls {
 		cls[i] = i
 	}
-	sort.SliceStable(cls, func(a, b int) bool { return qlmsec.ClassesOf(w)[cls[a]].SLO < qlmsec.ClassesOf(w)[cls[b]].SLO })
+	sort.SliceStable(cls, func(a, b int) bool { return llmspec.ClassesOf(w)[cls[a]].SLO < llmspec.ClassesOf(w)[cls[b]].SLO })
 	next := map[string]int{}
 	for _, ci := range cls {
-		cl := qlmsec.ClassesOf(w)[ci]
+		cl := llmspec.ClassesOf(w)[ci]
 		id := "rg-" + cl.Name
 		q.Groups = append(q.Groups, qlmsec.QLMGroup{ID: id, Model: cl.Model, Class: cl.Name, SLO: cl.SLO, Requests: max(1, int(math.Ceil(cl.RateRPS)))})
 		var hosts []int
 		for i, in := range q.Instances {
 			// A disaggregated model's requests enter at its prefill instances.
-			if in.Model == cl.Model && in.Role != qlmsec.RoleDecode {
+			if in.Model == cl.Model && in.Role != llmspec.RoleDecode {
 				hosts = append(hosts, i)
 			}
 		}

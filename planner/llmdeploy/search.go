@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
 )
@@ -63,7 +63,7 @@ type Result struct {
 func Search(ctx context.Context, in planner.Inputs, o Options) (*Result, error) {
 	start := time.Now()
 	o = o.withDefaults()
-	if in.Workload == nil || len(qlmsec.ClassesOf(in.Workload)) == 0 {
+	if in.Workload == nil || len(llmspec.ClassesOf(in.Workload)) == 0 {
 		return nil, &planner.InputError{Problems: []string{"workload: llm_classes: must list at least one class"}}
 	}
 	if in.Cluster == nil {
@@ -72,7 +72,7 @@ func Search(ctx context.Context, in planner.Inputs, o Options) (*Result, error) 
 	// The search sizes a fleet for each class's rate: a class without one would be found
 	// unservable only after every candidate's capacity search.
 	var noRate []string
-	for i, c := range qlmsec.ClassesOf(in.Workload) {
+	for i, c := range llmspec.ClassesOf(in.Workload) {
 		if !(c.RateRPS > 0) {
 			noRate = append(noRate, fmt.Sprintf("workload: llm_classes[%d].rate_rps: %g: the deployment search sizes a fleet for each class's rate: must be > 0", i, c.RateRPS))
 		}
@@ -104,7 +104,7 @@ func Search(ctx context.Context, in planner.Inputs, o Options) (*Result, error) 
 		}
 	}
 	res := &Result{Rates: map[string]float64{}, Notes: profileTPNotes(in, o)}
-	for _, c := range qlmsec.ClassesOf(in.Workload) {
+	for _, c := range llmspec.ClassesOf(in.Workload) {
 		if _, ok := res.Rates[c.Model]; !ok {
 			res.Models = append(res.Models, c.Model)
 		}
@@ -200,9 +200,9 @@ func evaluateAll(ctx context.Context, keep []Candidate, w *formats.Workload, o O
 }
 
 // classesOf is model's classes of w.
-func classesOf(w *formats.Workload, model string) []qlmsec.LLMClass {
-	var out []qlmsec.LLMClass
-	for _, c := range qlmsec.ClassesOf(w) {
+func classesOf(w *formats.Workload, model string) []llmspec.LLMClass {
+	var out []llmspec.LLMClass
+	for _, c := range llmspec.ClassesOf(w) {
 		if c.Model == model {
 			out = append(out, c)
 		}

@@ -6,7 +6,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/dataplane/workload"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
 // The SLOs Judge checks per class, as indexes into requestJudgement.ok.
@@ -27,7 +27,7 @@ type requestJudgement struct {
 
 // judgeRequest judges request q's answer r (neither refused nor unfinished) against its
 // class cl's SLOs: the one rule Judge and settle share.
-func judgeRequest(cl *qlmsec.LLMClass, q *llm.Request, r *llm.Result) requestJudgement {
+func judgeRequest(cl *llmspec.LLMClass, q *llm.Request, r *llm.Result) requestJudgement {
 	j := requestJudgement{ttft: float64(r.FirstToken - q.Arrival), e2e: float64(r.Done - q.Arrival)}
 	j.ok[sloTPOT] = true
 	if q.Out > 1 {
@@ -58,14 +58,14 @@ type settle struct {
 	skip    int
 	reqs    []llm.Request
 	cls     []int
-	classes []qlmsec.LLMClass
+	classes []llmspec.LLMClass
 	// left[k][s] is how many more misses of SLO s class k may take and still meet it (as
 	// Judge's Check: share(n − misses, n) ≥ its percentile); < 0: it has failed.
 	left [][nSLOs]int
 }
 
 // newSettle is the watch for a probe of reqs (cls[i] request i's class), judged by Judge.
-func newSettle(classes []qlmsec.LLMClass, reqs []llm.Request, cls []int) *settle {
+func newSettle(classes []llmspec.LLMClass, reqs []llm.Request, cls []int) *settle {
 	s := &settle{skip: int(float64(len(reqs)) * warmupShare), reqs: reqs, cls: cls, classes: classes, left: make([][nSLOs]int, len(classes))}
 	n := make([]int, len(classes))
 	for i := s.skip; i < len(reqs); i++ {
@@ -116,7 +116,7 @@ func (s *settle) watch(i int, r *llm.Result) bool {
 }
 
 // watch is a probe's replay watch: settle's under failFast, else none.
-func (o Options) watch(classes []qlmsec.LLMClass, reqs []llm.Request, cls []int) llm.Watch {
+func (o Options) watch(classes []llmspec.LLMClass, reqs []llm.Request, cls []int) llm.Watch {
 	if !o.failFast {
 		return nil
 	}

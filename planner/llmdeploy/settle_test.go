@@ -9,7 +9,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/dataplane/llm/sched/fcfs"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
 // TestAllowedMisses: m misses of n keep an SLO judged at pct met exactly when m ≤
@@ -151,7 +151,7 @@ func met(ps []ClassPrediction) bool {
 // for neither), refused requests missing every SLO.
 func TestSettleAtTheBoundary(t *testing.T) {
 	ms := func(x float64) formats.Duration { return formats.Duration(x * float64(time.Millisecond)) }
-	classes := []qlmsec.LLMClass{
+	classes := []llmspec.LLMClass{
 		{Name: "chat", SLO: ms(20000), TTFTSLO: ms(500), TTFTPercentile: "p90", TPOTSLO: ms(50)},
 		{Name: "batch", SLO: ms(10000), SLOPercentile: "p95"},
 	}

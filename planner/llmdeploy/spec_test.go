@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	pllm "github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/profiler/roofline"
 )
@@ -84,8 +84,8 @@ func TestSpeculativeLowersTPOT(t *testing.T) {
 		if c.Model != "llama-3.1-8b" || c.Roles[0].GPU != "H100" {
 			continue
 		}
-		var classes []qlmsec.LLMClass
-		for _, cl := range qlmsec.ClassesOf(in.Workload) {
+		var classes []llmspec.LLMClass
+		for _, cl := range llmspec.ClassesOf(in.Workload) {
 			if cl.Model == c.Model {
 				classes = append(classes, cl)
 			}

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 )
@@ -44,7 +45,7 @@ func PlanCapacity(p *formats.Plan) (map[string]float64, error) {
 		return nil, fmt.Errorf("qlm: the plan has no qlm section")
 	}
 	e := p.Provenance.Embedded
-	if e == nil || e.Workload == nil || len(qlmsec.ClassesOf(e.Workload)) == 0 || len(e.Profiles) == 0 {
+	if e == nil || e.Workload == nil || len(llmspec.ClassesOf(e.Workload)) == 0 || len(e.Profiles) == 0 {
 		return nil, fmt.Errorf("qlm: provenance.embedded: the plan embeds no llm_classes workload or LLM profiles: its capacity is unknown")
 	}
 	var rec Flags
@@ -58,17 +59,17 @@ func PlanCapacity(p *formats.Plan) (map[string]float64, error) {
 	// The mix: each class's share of its model's requests.
 	w := *e.Workload
 	w.Sections = maps.Clone(w.Sections) // a copy: its own sections
-	qlmsec.SetClasses(&w, append([]qlmsec.LLMClass(nil), qlmsec.ClassesOf(&w)...))
+	llmspec.SetClasses(&w, append([]llmspec.LLMClass(nil), llmspec.ClassesOf(&w)...))
 	total := map[string]float64{}
-	for _, c := range qlmsec.ClassesOf(&w) {
+	for _, c := range llmspec.ClassesOf(&w) {
 		total[c.Model] += math.Max(c.RateRPS, 0)
 	}
-	for i := range qlmsec.ClassesOf(&w) {
-		c := &qlmsec.ClassesOf(&w)[i]
+	for i := range llmspec.ClassesOf(&w) {
+		c := &llmspec.ClassesOf(&w)[i]
 		if total[c.Model] > 0 {
 			c.RateRPS = math.Max(c.RateRPS, 0) / total[c.Model]
 		} else {
-			c.RateRPS = 1 / float64(countClasses(qlmsec.ClassesOf(&w), c.Model))
+			c.RateRPS = 1 / float64(countClasses(llmspec.ClassesOf(&w), c.Model))
 		}
 		if rec.SLO > 0 {
 			c.SLO = rec.SLO // a cost plan solved with --slo was sized for it (SolveCost)
@@ -86,8 +87,8 @@ func PlanCapacity(p *formats.Plan) (map[string]float64, error) {
 		}
 		served[in.Model] += MixRate(pr, buckets, in.Model, CostSLOFraction)
 	}
-	out := make(map[string]float64, len(qlmsec.ClassesOf(&w)))
-	for _, c := range qlmsec.ClassesOf(&w) {
+	out := make(map[string]float64, len(llmspec.ClassesOf(&w)))
+	for _, c := range llmspec.ClassesOf(&w) {
 		// c.RateRPS is the class's share of its model's requests here.
 		out[c.Name] += served[c.Model] * c.RateRPS
 	}
@@ -124,7 +125,7 @@ func MixRate(pr *formats.LLMProfile, buckets []Bucket, model string, f float64) 
 	return shares / perReq
 }
 
-func countClasses(cls []qlmsec.LLMClass, model string) int {
+func countClasses(cls []llmspec.LLMClass, model string) int {
 	n := 0
 	for _, c := range cls {
 		if c.Model == model {

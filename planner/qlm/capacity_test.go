@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 )
@@ -24,9 +25,9 @@ func solveOn(t *testing.T, gpus int, scale float64, edit func(w *formats.Workloa
 	in.Cluster = &c
 	w := *in.Workload
 	w.Sections = maps.Clone(w.Sections) // a copy: its own sections
-	qlmsec.SetClasses(&w, append([]qlmsec.LLMClass(nil), qlmsec.ClassesOf(&w)...))
-	for i := range qlmsec.ClassesOf(&w) {
-		qlmsec.ClassesOf(&w)[i].RateRPS *= scale
+	llmspec.SetClasses(&w, append([]llmspec.LLMClass(nil), llmspec.ClassesOf(&w)...))
+	for i := range llmspec.ClassesOf(&w) {
+		llmspec.ClassesOf(&w)[i].RateRPS *= scale
 	}
 	if edit != nil {
 		edit(&w)
@@ -98,7 +99,7 @@ func TestPlanCapacityMix(t *testing.T) {
 	}{
 		{"equal rates", 1, nil, 0.5},
 		{"half the rates", 0.5, nil, 0.5},
-		{"chat twice batch", 1, func(w *formats.Workload) { qlmsec.ClassesOf(w)[0].RateRPS = 6 }, 2.0 / 3},
+		{"chat twice batch", 1, func(w *formats.Workload) { llmspec.ClassesOf(w)[0].RateRPS = 6 }, 2.0 / 3},
 		{"all zero", 0, nil, 0.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,14 +131,14 @@ func TestPlanCapacityZero(t *testing.T) {
 			}
 		}},
 		{"SLO below the lifetime", "mistral-chat", func(p *formats.Plan) {
-			qlmsec.ClassesOf(p.Provenance.Embedded.Workload)[0].SLO = formats.Duration(500 * time.Millisecond)
+			llmspec.ClassesOf(p.Provenance.Embedded.Workload)[0].SLO = formats.Duration(500 * time.Millisecond)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := solveOn(t, 4, 1, nil)
 			w := *p.Provenance.Embedded.Workload
 			w.Sections = maps.Clone(w.Sections) // a copy: its own sections
-			qlmsec.SetClasses(&w, append([]qlmsec.LLMClass(nil), qlmsec.ClassesOf(&w)...))
+			llmspec.SetClasses(&w, append([]llmspec.LLMClass(nil), llmspec.ClassesOf(&w)...))
 			p.Provenance.Embedded.Workload = &w
 			tc.edit(p)
 			got, err := PlanCapacity(p)
@@ -191,7 +192,7 @@ func TestPlanCapacityCostPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cl := range qlmsec.ClassesOf(in.Workload) {
+	for _, cl := range llmspec.ClassesOf(in.Workload) {
 		if got[cl.Name] < cl.RateRPS {
 			t.Errorf("%s: capacity %g rps below the %g rps the fleet was sized for", cl.Name, got[cl.Name], cl.RateRPS)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
@@ -48,7 +49,7 @@ func ClassBuckets(w *formats.Workload) []Bucket {
 	z := []float64{-0.9674, 0, 0.9674}        // standard normal quantiles at 1/6, 1/2, 5/6
 	zHi := []float64{-0.4307, 0.4307, 1.6449} // the terciles' upper edges (the top one at p95)
 	var out []Bucket
-	for _, cl := range qlmsec.ClassesOf(w) {
+	for _, cl := range llmspec.ClassesOf(w) {
 		ins := quantiles(cl.InputTokens, z)
 		outs := quantiles(cl.OutputTokens, z)
 		insHi := quantiles(cl.InputTokens, zHi)
@@ -64,7 +65,7 @@ func ClassBuckets(w *formats.Workload) []Bucket {
 	return out
 }
 
-func quantiles(t qlmsec.TokenProfile, z []float64) []float64 {
+func quantiles(t llmspec.TokenProfile, z []float64) []float64 {
 	if t.Std <= 0 {
 		return []float64{math.Max(1, t.Mean)}
 	}
@@ -312,7 +313,7 @@ func routes(buckets []Bucket, kinds []kind, sol *fleet.Solution) []qlmsec.QLMRou
 // the cluster sized to the fleet (fleet.Finish).
 func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time.Duration, gap float64) (*formats.Plan, error) {
 	w, c := in.Workload, in.Cluster
-	if w == nil || len(qlmsec.ClassesOf(w)) == 0 {
+	if w == nil || len(llmspec.ClassesOf(w)) == 0 {
 		return nil, &planner.InputError{Problems: []string{"workload: llm_classes: must list at least one class"}}
 	}
 	if c == nil {
@@ -321,14 +322,14 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time
 	// The classes as planned: --slo replaces every class's slo (SolveCost records it).
 	wp := *w
 	wp.Sections = maps.Clone(wp.Sections) // a copy: its own sections
-	qlmsec.SetClasses(&wp, append([]qlmsec.LLMClass(nil), qlmsec.ClassesOf(w)...))
+	llmspec.SetClasses(&wp, append([]llmspec.LLMClass(nil), llmspec.ClassesOf(w)...))
 	if o.SLO > 0 {
-		for i := range qlmsec.ClassesOf(&wp) {
-			qlmsec.ClassesOf(&wp)[i].SLO = o.SLO
+		for i := range llmspec.ClassesOf(&wp) {
+			llmspec.ClassesOf(&wp)[i].SLO = o.SLO
 		}
 	}
 	var probs []string
-	for i, cl := range qlmsec.ClassesOf(&wp) {
+	for i, cl := range llmspec.ClassesOf(&wp) {
 		for _, g := range c.GPUs {
 			if pr := profileFor(in.Profiles, cl.Model, g.Type); pr != nil {
 				probs = append(probs, classChecks(in, i, cl, pr)...)

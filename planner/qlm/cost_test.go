@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
 	"github.com/plan-dev/plan/profiler/llm"
@@ -94,8 +94,8 @@ func TestSolveCostShort(t *testing.T) {
 	for i := range c.GPUs {
 		c.GPUs[i].Available = &one
 	}
-	w := qlmsec.SetClasses(&formats.Workload{}, []qlmsec.LLMClass{{Name: "chat", Model: "mistral-7b", SLO: formats.Duration(20 * time.Second), RateRPS: 500,
-		InputTokens: qlmsec.TokenProfile{Mean: 200, Std: 100, Max: 2048}, OutputTokens: qlmsec.TokenProfile{Mean: 200, Std: 100, Max: 1024}}})
+	w := llmspec.SetClasses(&formats.Workload{}, []llmspec.LLMClass{{Name: "chat", Model: "mistral-7b", SLO: formats.Duration(20 * time.Second), RateRPS: 500,
+		InputTokens: llmspec.TokenProfile{Mean: 200, Std: 100, Max: 2048}, OutputTokens: llmspec.TokenProfile{Mean: 200, Std: 100, Max: 1024}}})
 	_, err := SolveCost(context.Background(), planner.Inputs{Profiles: profs, Cluster: c, Workload: w}, Options{}, 0, 1e-4)
 	if err == nil {
 		t.Fatal("no error")

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 )
@@ -31,7 +32,7 @@ const maxTopUp = 32
 func topUp(in planner.Inputs, c *formats.Cluster, w *formats.Workload, res *CostResult) (int, error) {
 	added := 0
 	for {
-		r, err := simulate(in.Profiles, qlmsec.ClassesOf(w), res.Instances, res.Routes, verifySeconds, verifySeed, -1)
+		r, err := simulate(in.Profiles, llmspec.ClassesOf(w), res.Instances, res.Routes, verifySeconds, verifySeed, -1)
 		if err != nil {
 			return added, fmt.Errorf("qlm: simulating the fleet: %w", err)
 		}
@@ -39,7 +40,7 @@ func topUp(in planner.Inputs, c *formats.Cluster, w *formats.Workload, res *Cost
 		if miss < 0 {
 			return added, nil
 		}
-		cl := qlmsec.ClassesOf(w)[miss]
+		cl := llmspec.ClassesOf(w)[miss]
 		// The GPU type the routes send most of the class to (the ILP's choice for it), and
 		// of the model's instances there the first; no routes: the model's first instance.
 		share := map[string]float64{}

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 )
@@ -130,7 +131,7 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--strategy: %q: must be one of load, round-robin", strategy)}}
 	}
 	w, c := in.Workload, in.Cluster
-	if w == nil || len(qlmsec.ClassesOf(w)) == 0 {
+	if w == nil || len(llmspec.ClassesOf(w)) == 0 {
 		return nil, &planner.InputError{Problems: []string{"workload: llm_classes: must list at least one class"}}
 	}
 	if c == nil {
@@ -196,7 +197,7 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 		if o.Status != nil {
 			o.Status(fmt.Sprintf("simulating the placement: %d instances, %g s at the classes' rates", len(q.Instances), float64(verifySeconds)))
 		}
-		res, err := simulate(in.Profiles, qlmsec.ClassesOf(w), q.Instances, nil, verifySeconds, verifySeed, -1)
+		res, err := simulate(in.Profiles, llmspec.ClassesOf(w), q.Instances, nil, verifySeconds, verifySeed, -1)
 		if err != nil {
 			return nil, fmt.Errorf("qlm: simulating the placement: %w", err)
 		}
@@ -255,7 +256,7 @@ func classLoads(in planner.Inputs, w *formats.Workload, slots []instanceSlot) (l
 	profs := in.Profiles
 	load, chosen = map[string]float64{}, map[string]*formats.LLMProfile{}
 	rate := map[string]float64{}
-	for i, cl := range qlmsec.ClassesOf(w) {
+	for i, cl := range llmspec.ClassesOf(w) {
 		p := fmt.Sprintf("workload: llm_classes[%d]", i)
 		var fits bool
 		var best *formats.LLMProfile
@@ -329,7 +330,7 @@ func classLoads(in planner.Inputs, w *formats.Workload, slots []instanceSlot) (l
 // (kv_capacity_tokens: never admitted), and a ttft_slo below
 // one prefill of the class's shortest prompts (its 1st percentile: at least 99% of its
 // requests need longer, so no rate meets the p99 target).
-func classChecks(in planner.Inputs, i int, cl qlmsec.LLMClass, pr *formats.LLMProfile) []string {
+func classChecks(in planner.Inputs, i int, cl llmspec.LLMClass, pr *formats.LLMProfile) []string {
 	var probs []string
 	wf := fmt.Sprintf("%s: llm_classes[%d] (%s)", workloadPath(in), i, cl.Name)
 	if e := pr.Engine; e != nil && e.MaxModelLen > 0 && cl.InputTokens.Max+cl.OutputTokens.Max > e.MaxModelLen {
@@ -425,14 +426,14 @@ func assignInstances(strategy string, models []string, load map[string]float64, 
 // initialGroups adds one initial group per class to q, in deadline (SLO) order, queued on the
 // instances hosting its model in turn.
 func initialGroups(q *qlmsec.QLMPlan, profs []*formats.Profile, w *formats.Workload, assign []string) {
-	cls := make([]int, len(qlmsec.ClassesOf(w)))
+	cls := make([]int, len(llmspec.ClassesOf(w)))
 	for i := range cls {
 		cls[i] = i
 	}
-	sort.SliceStable(cls, func(a, b int) bool { return qlmsec.ClassesOf(w)[cls[a]].SLO < qlmsec.ClassesOf(w)[cls[b]].SLO })
+	sort.SliceStable(cls, func(a, b int) bool { return llmspec.ClassesOf(w)[cls[a]].SLO < llmspec.ClassesOf(w)[cls[b]].SLO })
 	next := map[string]int{}
 	for _, ci := range cls {
-		cl := qlmsec.ClassesOf(w)[ci]
+		cl := llmspec.ClassesOf(w)[ci]
 		id := "rg-" + cl.Name
 		q.Groups = append(q.Groups, qlmsec.QLMGroup{ID: id, Model: cl.Model, Class: cl.Name, SLO: cl.SLO,
 			Requests: max(1, int(math.Ceil(cl.RateRPS)))})
@@ -500,7 +501,7 @@ func overloadedModel(models []string, load map[string]float64, count map[string]
 // modelRate is model's classes' total rate in w.
 func modelRate(w *formats.Workload, model string) float64 {
 	r := 0.0
-	for _, c := range qlmsec.ClassesOf(w) {
+	for _, c := range llmspec.ClassesOf(w) {
 		if c.Model == model {
 			r += math.Max(c.RateRPS, 0)
 		}
@@ -509,13 +510,13 @@ func modelRate(w *formats.Workload, model string) float64 {
 }
 
 // classOf is the first class of model in w, with its index.
-func classOf(w *formats.Workload, model string) (int, qlmsec.LLMClass) {
-	for i, c := range qlmsec.ClassesOf(w) {
+func classOf(w *formats.Workload, model string) (int, llmspec.LLMClass) {
+	for i, c := range llmspec.ClassesOf(w) {
 		if c.Model == model {
 			return i, c
 		}
 	}
-	return -1, qlmsec.LLMClass{}
+	return -1, llmspec.LLMClass{}
 }
 
 // overloaded refuses a placement that cannot sustain the class rates (such a
@@ -534,7 +535,7 @@ func overloaded(in planner.Inputs, w *formats.Workload, m string, load map[strin
 // missed refuses a placement whose simulation at the workload's rates misses a class's
 // target, naming the class, the target and what the placement reaches.
 func missed(in planner.Inputs, w *formats.Workload, ci int, r ClassResult, load map[string]float64, count map[string]int, chosen map[string]*formats.LLMProfile, insts int) error {
-	cl := qlmsec.ClassesOf(w)[ci]
+	cl := llmspec.ClassesOf(w)[ci]
 	m := cl.Model
 	pr := chosen[m]
 	kind := GPUSet(qlmsec.QLMInstance{GPU: pr.GPU, GPUCount: pr.GPUCount})
@@ -549,7 +550,7 @@ func missed(in planner.Inputs, w *formats.Workload, ci int, r ClassResult, load 
 }
 
 // sloText lists the SLOs a class sets.
-func sloText(cl qlmsec.LLMClass) string {
+func sloText(cl llmspec.LLMClass) string {
 	e2e, ttft, tpot := cl.Percentiles()
 	at := func(p float64) string {
 		if p == Target {
@@ -597,7 +598,7 @@ func Verify(p *formats.Plan) []string {
 		hosted[in.Model]++
 	}
 	classes := map[string]bool{}
-	for i, cl := range qlmsec.ClassesOf(e.Workload) {
+	for i, cl := range llmspec.ClassesOf(e.Workload) {
 		classes[cl.Name] = true
 		ok := false
 		for _, in := range qlmsec.PlanOf(p).Instances {

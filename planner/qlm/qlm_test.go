@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
@@ -62,8 +63,8 @@ func TestBadInput(t *testing.T) {
 		edit func(in *planner.Inputs)
 		want string
 	}{
-		{"no profile", func(in *planner.Inputs) { qlmsec.ClassesOf(in.Workload)[0].Model = "gpt-x" }, "llm_classes[0].model: gpt-x: no LLM profile"},
-		{"slo below prefill", func(in *planner.Inputs) { qlmsec.ClassesOf(in.Workload)[1].SLO = formats.Duration(time.Millisecond) }, "llm_classes[1].slo"},
+		{"no profile", func(in *planner.Inputs) { llmspec.ClassesOf(in.Workload)[0].Model = "gpt-x" }, "llm_classes[0].model: gpt-x: no LLM profile"},
+		{"slo below prefill", func(in *planner.Inputs) { llmspec.ClassesOf(in.Workload)[1].SLO = formats.Duration(time.Millisecond) }, "llm_classes[1].slo"},
 		{"model larger than GPU", func(in *planner.Inputs) { in.Cluster.GPUs[0].MemoryBytes = 20e9 }, "weights of 26000000000 bytes exceed"},
 		// A cluster may leave memory_bytes out for a known GPU type: the type's memory
 		// (80 GiB for an A100) still bounds the weights, which name their profile field.
@@ -112,7 +113,7 @@ func TestBadTokenStats(t *testing.T) {
 			if err := os.WriteFile(path, []byte(strings.Replace(string(src), c.from, c.to, 1)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := formats.ReadInto[*formats.Workload](path, &formats.SectionSet{Workload: []formats.Section{qlmsec.WorkloadSection}})
+			_, err := formats.ReadInto[*formats.Workload](path, &formats.SectionSet{Workload: []formats.Section{llmspec.WorkloadSection}})
 			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err %v: want %s naming %q", err, path, c.want)
 			}

@@ -22,6 +22,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 )
@@ -30,7 +31,7 @@ import (
 // Poisson arrivals (warm-up < 0: the default) and returns the point: sim.PoissonPoint. The
 // planner sizes by simulation but planner and sim never import each other (DESIGN.md's
 // layering), so the registry hands it in (internal/systems/qlmsys: SetSimulator).
-type PointSimulator func(dep *dataplane.Deployment, policies *dataplane.Registry, pol string, classes []qlmsec.LLMClass, dur, warmup dataplane.Time, seed uint64) (*workload.Point, error)
+type PointSimulator func(dep *dataplane.Deployment, policies *dataplane.Registry, pol string, classes []llmspec.LLMClass, dur, warmup dataplane.Time, seed uint64) (*workload.Point, error)
 
 var simulatePoint PointSimulator
 
@@ -124,7 +125,7 @@ func ms(us float64) string {
 // simulate runs instances serving classes at their rate_rps for seconds of Poisson arrivals
 // (seeded) under QLM's policy, as `plan simulate` does, and returns each class's outcome in
 // class order. warmup < 0 takes `plan simulate`'s default warm-up.
-func simulate(profs []*formats.Profile, classes []qlmsec.LLMClass, insts []qlmsec.QLMInstance, routes []qlmsec.QLMRoute, seconds float64, seed uint64, warmup dataplane.Time) ([]ClassResult, error) {
+func simulate(profs []*formats.Profile, classes []llmspec.LLMClass, insts []qlmsec.QLMInstance, routes []qlmsec.QLMRoute, seconds float64, seed uint64, warmup dataplane.Time) ([]ClassResult, error) {
 	setup := dq.Setup{ReplanMs: 500, Routes: routes}
 	for _, p := range profs {
 		setup.Profiles = append(setup.Profiles, p.LLMs...)
@@ -193,10 +194,10 @@ func admitAll() *dataplane.Registry {
 
 // mixOf is model's classes of w with their shares of the model's requests as rate_rps (all
 // at 0: equal shares), scaled to total req/s.
-func mixOf(w *formats.Workload, model string, total float64) []qlmsec.LLMClass {
-	var cls []qlmsec.LLMClass
+func mixOf(w *formats.Workload, model string, total float64) []llmspec.LLMClass {
+	var cls []llmspec.LLMClass
 	sum := 0.0
-	for _, c := range qlmsec.ClassesOf(w) {
+	for _, c := range llmspec.ClassesOf(w) {
 		if c.Model == model {
 			cls = append(cls, c)
 			sum += math.Max(c.RateRPS, 0)
@@ -213,7 +214,7 @@ func mixOf(w *formats.Workload, model string, total float64) []qlmsec.LLMClass {
 }
 
 // mixKey is a class mix's cache key: every field the simulation reads, shares normalised.
-func mixKey(cls []qlmsec.LLMClass) string {
+func mixKey(cls []llmspec.LLMClass) string {
 	total := 0.0
 	for _, c := range cls {
 		total += c.RateRPS

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
@@ -39,7 +40,7 @@ func fixtureInputs(t *testing.T, workload, cluster, profile string) planner.Inpu
 func attains(t *testing.T, in planner.Inputs, p *formats.Plan) {
 	t.Helper()
 	w := *p.Provenance.Embedded.Workload
-	res, err := simulate(in.Profiles, qlmsec.ClassesOf(&w), qlmsec.PlanOf(p).Instances, qlmsec.PlanOf(p).Routes, verifySeconds, verifySeed, -1)
+	res, err := simulate(in.Profiles, llmspec.ClassesOf(&w), qlmsec.PlanOf(p).Instances, qlmsec.PlanOf(p).Routes, verifySeconds, verifySeed, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestClassInputChecks(t *testing.T) {
 			[]string{"h100/workload-llama.yaml: llm_classes[0] (summarize): input_tokens.max + output_tokens.max: 4000 + 500 = 4500 tokens: more than model llama-2-70b's context of 4096 tokens (h100/profile-ctx4k.json: llms[0].engine.max_model_len)"}},
 		{"kv cache below a request", func(in *planner.Inputs) { in.Profiles[0].LLMs[0].KVCapacityTokens = 1 }, "h100/profile.json",
 			[]string{"h100/workload-llama.yaml: llm_classes[0] (summarize): input_tokens.max + output_tokens.max: 4500 tokens: more than the 1 tokens of model llama-2-70b's KV cache on 4×H100 (h100/profile.json: llms[0].kv_capacity_tokens): no such request is ever admitted"}},
-		{"ttft below prefill", func(in *planner.Inputs) { qlmsec.ClassesOf(in.Workload)[0].TTFTSLO = formats.Duration(200e6) }, "h100/profile.json",
+		{"ttft below prefill", func(in *planner.Inputs) { llmspec.ClassesOf(in.Workload)[0].TTFTSLO = formats.Duration(200e6) }, "h100/profile.json",
 			[]string{"h100/workload-llama.yaml: llm_classes[0] (summarize): ttft_slo: 200ms: below one prefill of the class's shortest prompts (4000 tokens, its 1st percentile) on 4×H100: 256 ms (h100/profile.json: llms[0].iteration.prefill)"}},
 	}
 	for _, tc := range cases {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
@@ -86,7 +87,7 @@ func TestTensorParallel(t *testing.T) {
 func TestTensorParallelTwoInstances(t *testing.T) {
 	in := tpInputs(t)
 	in.Cluster.GPUs[0].Count, in.Cluster.GPUs[0].PerServer = 6, 3
-	qlmsec.ClassesOf(in.Workload)[0].RateRPS = 8
+	llmspec.ClassesOf(in.Workload)[0].RateRPS = 8
 	p, err := Solve(in, Options{})
 	if err != nil {
 		t.Fatal(err)

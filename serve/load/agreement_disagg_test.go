@@ -16,6 +16,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/internal/quantile"
@@ -35,17 +36,17 @@ var disaggPlan = filepath.Join("..", "..", "testdata", "disagg", "plan.json")
 func disaggCapacity(t testing.TB, p *formats.Plan) float64 {
 	t.Helper()
 	e := p.Provenance.Embedded
-	if len(qlmsec.ClassesOf(e.Workload)) != 1 || len(e.Profiles) != 1 || len(e.Profiles[0].LLMs) != 1 {
-		t.Fatalf("disaggCapacity handles one class on one profile (have %d classes, %d profiles)", len(qlmsec.ClassesOf(e.Workload)), len(e.Profiles))
+	if len(llmspec.ClassesOf(e.Workload)) != 1 || len(e.Profiles) != 1 || len(e.Profiles[0].LLMs) != 1 {
+		t.Fatalf("disaggCapacity handles one class on one profile (have %d classes, %d profiles)", len(llmspec.ClassesOf(e.Workload)), len(e.Profiles))
 	}
-	c := qlmsec.ClassesOf(e.Workload)[0]
+	c := llmspec.ClassesOf(e.Workload)[0]
 	m := llm.NewModel(&e.Profiles[0].LLMs[0])
 	var nP, nD float64
 	for _, in := range qlmsec.PlanOf(p).Instances {
 		switch in.Role {
-		case qlmsec.RolePrefill:
+		case llmspec.RolePrefill:
 			nP++
-		case qlmsec.RoleDecode:
+		case llmspec.RoleDecode:
 			nD++
 		}
 	}
@@ -103,7 +104,7 @@ func TestAgreementDisagg(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	classes := qlmsec.ClassesOf(p.Provenance.Embedded.Workload)
+	classes := llmspec.ClassesOf(p.Provenance.Embedded.Workload)
 	rate := 0.0
 	for _, c := range classes {
 		rate += c.RateRPS

@@ -13,8 +13,8 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // overloadTol is the bound of TestOpenAIAgreementOverload: the share of offered requests
@@ -73,7 +73,7 @@ func TestOpenAIAgreementOverload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	classes := qlmsec.ClassesOf(p.Provenance.Embedded.Workload)
+	classes := llmspec.ClassesOf(p.Provenance.Embedded.Workload)
 	slo := map[string]time.Duration{}
 	for _, c := range classes {
 		slo[c.Name] = c.SLO.D()

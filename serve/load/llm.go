@@ -7,16 +7,16 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
-// llmClasses are the served plan's LLM classes (the workload a QLM plan embeds; nil for
-// other plans).
-func llmClasses(plan *formats.Plan) []qlmsec.LLMClass {
-	if plan == nil || qlmsec.PlanOf(plan) == nil || plan.Provenance.Embedded == nil || plan.Provenance.Embedded.Workload == nil {
+// llmClasses are the served plan's LLM classes: those of the workload it embeds (nil for a
+// plan of another system, whose workload states none).
+func llmClasses(plan *formats.Plan) []llmspec.LLMClass {
+	if plan == nil || plan.Provenance.Embedded == nil {
 		return nil
 	}
-	return qlmsec.ClassesOf(plan.Provenance.Embedded.Workload)
+	return llmspec.ClassesOf(plan.Provenance.Embedded.Workload)
 }
 
 // exactArrivals replays a per-request trace on an LLM plan exactly, as `plan simulate

@@ -15,19 +15,19 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/sim"
 )
 
 // llmTrace draws a trace of the plan's LLM classes at load lf over dur: each class's Poisson
 // arrivals at lf × its rate, and per request input and output tokens from the class's
 // profile (a normal truncated to [1, max]); seeded.
-func llmTrace(t testing.TB, classes []qlmsec.LLMClass, lf float64, dur time.Duration, seed uint64) *formats.Trace {
+func llmTrace(t testing.TB, classes []llmspec.LLMClass, lf float64, dur time.Duration, seed uint64) *formats.Trace {
 	t.Helper()
 	poisson, _ := workload.ParseArrival("poisson")
 	rng := rand.New(rand.NewPCG(seed, 7))
-	draw := func(p qlmsec.TokenProfile) int {
+	draw := func(p llmspec.TokenProfile) int {
 		v := int(math.Round(p.Mean + p.Std*rng.NormFloat64()))
 		return min(max(v, 1), max(p.Max, 1))
 	}
@@ -145,7 +145,7 @@ func TestOpenAIAgreement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := llmTrace(t, qlmsec.ClassesOf(p.Provenance.Embedded.Workload), 0.5, dur, 1)
+	tr := llmTrace(t, llmspec.ClassesOf(p.Provenance.Embedded.Workload), 0.5, dur, 1)
 	simTTFT, simE2E, n := simulateTrace(t, p, tr)
 	spec, err := workload.TraceSpec("load-0.5", tr)
 	if err != nil {
@@ -185,7 +185,7 @@ func TestLLMTraceFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := llmTrace(t, qlmsec.ClassesOf(p.Provenance.Embedded.Workload), 0.5, time.Minute, 1)
+	got := llmTrace(t, llmspec.ClassesOf(p.Provenance.Embedded.Workload), 0.5, time.Minute, 1)
 	want, err := formats.ReadInto[*formats.Trace](filepath.Join("..", "..", "testdata", "openai", "qlm-load0.5.json"), nil)
 	if err != nil {
 		t.Fatal(err)

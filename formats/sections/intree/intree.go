@@ -10,6 +10,7 @@ package intree
 
 import (
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
@@ -26,6 +27,6 @@ func Sections() *formats.SectionSet {
 	return &formats.SectionSet{
 		Systems:  append([]string(nil), Systems...),
 		Plan:     []formats.Section{ppipesec.PlanSection, pardsec.PlanSection, dyorcsec.PlanSection, cascadesec.PlanSection, qlmsec.PlanSection},
-		Workload: []formats.Section{ppipesec.WorkloadSection, pardsec.WorkloadSection, dyorcsec.WorkloadSection, cascadesec.WorkloadSection, qlmsec.WorkloadSection},
+		Workload: []formats.Section{ppipesec.WorkloadSection, pardsec.WorkloadSection, dyorcsec.WorkloadSection, cascadesec.WorkloadSection, llmspec.WorkloadSection},
 	}
 }

@@ -1,25 +1,22 @@
-// Package qlmsec is QLM's part of the file formats: the validation of its
-// workload section (`llm_classes`: LLM request classes with their SLOs and token profiles)
-// and its plan section (`qlm`: request groups and the virtual queues of the LLM serving
-// instances, QLM §4), and the checks of those sections against the other files given with
-// them. Both sections are registered whole (formats.SectionOf): their types are this
-// package's, read with PlanOf and ClassesOf.
+// Package qlmsec is QLM's part of the file formats: its plan section (`qlm`: request groups
+// and the virtual queues of the LLM serving instances, QLM §4), its validation and its checks
+// against the other files given with it. The section is registered whole
+// (formats.SectionOf): its types are this package's, read with PlanOf. The LLM classes its
+// groups serve, and the workload's `llm_classes` section that states them, are the shared
+// LLM vocabulary's (formats/llmspec), which the QLM system registers beside this section.
 package qlmsec
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 )
 
-// Keys of QLM's sections.
-const (
-	PlanKey     = "qlm"
-	WorkloadKey = "llm_classes"
-)
+// PlanKey is QLM's plan section.
+const PlanKey = "qlm"
 
-// Position is the place of QLM's sections in a file: fourth, after PPipe's, PARD's and
+// Position is the place of QLM's plan section in a plan: fourth, after PPipe's, PARD's and
 // CascadeServe's, before DyOrc's, where they stood when formats typed them, so files keep their
 // bytes (formats.Positioned).
 const Position = 4
@@ -39,29 +36,12 @@ func SetPlan(p *formats.Plan, q *QLMPlan) *formats.Plan {
 	return formats.SetPlan(p, PlanSection, q)
 }
 
-// WorkloadSection is the Section of a workload's `llm_classes` section: the classes, a
-// *[]LLMClass (an empty list reads and writes as no section).
-var WorkloadSection = workloadSection{formats.SectionOf[[]LLMClass]{Name: WorkloadKey, Sys: "qlm", Check: formats.CheckList(WorkloadKey, validateClass), Cross: crossCheckClasses, Position: Position}}
-
-// workloadSection adds to the workload's SectionOf what formats asks of a workload section
-// beyond it (formats.ModelUser, formats.TraceTargeter).
-type workloadSection struct{ formats.SectionOf[[]LLMClass] }
-
-// ClassesOf is w's `llm_classes` section, nil when w (or it) is absent. Its elements are
-// w's own: changing one changes w.
-func ClassesOf(w *formats.Workload) []LLMClass { return formats.ListOf(WorkloadSection.SectionOf, w) }
-
-// SetClasses sets w's `llm_classes` section (empty removes it) and returns w.
-func SetClasses(w *formats.Workload, cs []LLMClass) *formats.Workload {
-	return formats.SetWorkload(w, WorkloadSection, &cs)
-}
-
 // crossCheckPlan checks that the plan's groups serve LLM classes of the workloads given with
 // it (when they define any).
 func crossCheckPlan(q *QLMPlan, self string, docs map[string]formats.Document) formats.ErrorList {
 	defined := func(w *formats.Workload) ([]string, bool) {
 		var names []string
-		for _, c := range ClassesOf(w) {
+		for _, c := range llmspec.ClassesOf(w) {
 			names = append(names, c.Name)
 		}
 		return names, len(names) > 0
@@ -132,8 +112,8 @@ func validateRoles(c *formats.Checker, pl *formats.Plan, q *QLMPlan, p string) {
 	for i, in := range q.Instances {
 		rp := formats.Field(formats.Index(formats.Field(p, "instances"), i), "role")
 		if in.Role != "" {
-			c.OneOf(rp, in.Role, Roles)
-			if !slices.Contains(Roles, in.Role) {
+			c.OneOf(rp, in.Role, llmspec.Roles)
+			if !slices.Contains(llmspec.Roles, in.Role) {
 				bad = true // the pairing below would only repeat it
 			}
 			roles = true
@@ -147,9 +127,9 @@ func validateRoles(c *formats.Checker, pl *formats.Plan, q *QLMPlan, p string) {
 		switch in.Role {
 		case "":
 			n.agg++
-		case RolePrefill:
+		case llmspec.RolePrefill:
 			n.pre++
-		case RoleDecode:
+		case llmspec.RoleDecode:
 			n.dec++
 		}
 	}
@@ -178,69 +158,6 @@ func validateRoles(c *formats.Checker, pl *formats.Plan, q *QLMPlan, p string) {
 		}
 		c.Add(path, nil, "missing: prefill instances move KV to decode instances over this link (GB/s)")
 	}
-}
-
-// validateClass checks one class of the `llm_classes` section.
-func validateClass(c *formats.Checker, cl *LLMClass, p string, seen *formats.Names) {
-	c.Check(seen, formats.Field(p, "name"), cl.Name)
-	c.NotEmpty(formats.Field(p, "model"), cl.Model)
-	c.PositiveDuration(formats.Field(p, "slo"), cl.SLO)
-	// TTFT and TPOT SLOs are optional (0 = none); set, they must be positive and bounded.
-	for _, d := range []struct {
-		name string
-		v    formats.Duration
-	}{{"ttft_slo", cl.TTFTSLO}, {"tpot_slo", cl.TPOTSLO}} {
-		if d.v != 0 {
-			c.PositiveDuration(formats.Field(p, d.name), d.v)
-		}
-	}
-	for _, q := range []struct {
-		name, v string
-		slo     bool
-	}{{"slo_percentile", cl.SLOPercentile, true}, {"ttft_percentile", cl.TTFTPercentile, cl.TTFTSLO != 0}, {"tpot_percentile", cl.TPOTPercentile, cl.TPOTSLO != 0}} {
-		if _, ok := SLOPercentiles[q.v]; q.v != "" && !ok {
-			c.Add(formats.Field(p, q.name), q.v, "must be p50, p90, p95 or p99")
-		} else if q.v != "" && !q.slo {
-			c.Add(formats.Field(p, q.name), q.v, "states a percentile of an SLO the class does not set (%s)", strings.TrimSuffix(q.name, "_percentile")+"_slo")
-		}
-	}
-	c.Rate(formats.Field(p, "rate_rps"), cl.RateRPS)
-	validateTokens(c, &cl.InputTokens, formats.Field(p, "input_tokens"))
-	validateTokens(c, &cl.OutputTokens, formats.Field(p, "output_tokens"))
-	// prefix_tokens is optional (0 = no shared prefix) and at most the longest prompt.
-	c.AtLeast(formats.Field(p, "prefix_tokens"), int64(cl.PrefixTokens), 0)
-	if cl.InputTokens.Max >= 1 && cl.PrefixTokens > cl.InputTokens.Max {
-		c.Add(formats.Field(p, "prefix_tokens"), cl.PrefixTokens, "must be <= input_tokens.max (%d)", cl.InputTokens.Max)
-	}
-}
-
-// validateTokens checks a token-length distribution: a mean within (0, max], std >= 0.
-func validateTokens(c *formats.Checker, t *TokenProfile, p string) {
-	c.Positive(formats.Field(p, "mean"), t.Mean)
-	c.NonNegative(formats.Field(p, "std"), t.Std)
-	c.AtLeast(formats.Field(p, "max"), int64(t.Max), 1)
-	if formats.Finite(t.Mean) && t.Max >= 1 && t.Mean > float64(t.Max) {
-		c.Add(formats.Field(p, "mean"), t.Mean, "must be <= max (%d)", t.Max)
-	}
-}
-
-// crossCheckClasses checks that each class's LLM is in a given profile (when profiles are
-// given).
-func crossCheckClasses(cs *[]LLMClass, self string, docs map[string]formats.Document) formats.ErrorList {
-	return formats.CheckProfiledRefs(docs, false, true, "LLM not found in any profile (%s)", func(add func(path, name string)) {
-		for i := range *cs {
-			add(formats.Field(formats.Index(WorkloadKey, i), "model"), (*cs)[i].Model)
-		}
-	})
-}
-
-// UsedModels names the LLMs the classes use (formats.ModelUser, for profile coverage).
-func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
-	w, _ := doc.(*formats.Workload)
-	for _, c := range ClassesOf(w) {
-		llm = append(llm, c.Model)
-	}
-	return nil, llm
 }
 
 // CheckProfiles checks that the LLM of every group and instance is in the profiles
@@ -273,18 +190,6 @@ func (planSection) GPURefs(p *formats.Plan) []formats.GPURef {
 	return out
 }
 
-// TraceTargets: a trace given with the workload may name its classes or their LLMs as
-// targets, and its classes as classes (formats.TraceTargeter): what `plan simulate --trace`
-// replays (sim.ExactReplay).
-func (workloadSection) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
-	w, _ := doc.(*formats.Workload)
-	for _, c := range ClassesOf(w) {
-		targets = append(targets, c.Model, c.Name)
-		classes = append(classes, c.Name)
-	}
-	return targets, classes, true
-}
-
 // TraceTargets: a trace given with the plan may name the LLMs of its groups and instances
 // and the groups' classes.
 func (planSection) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
@@ -293,11 +198,11 @@ func (planSection) TraceTargets(doc formats.Document) (targets, classes []string
 	if q == nil {
 		return nil, nil, true
 	}
-	if e := p.Provenance.Embedded; e != nil && len(ClassesOf(e.Workload)) > 0 {
+	if e := p.Provenance.Embedded; e != nil && len(llmspec.ClassesOf(e.Workload)) > 0 {
 		// The classes the plan simulates and serves (its embedded workload): a target is a
 		// class or the model of one, so what validates also replays; a
 		// model only an instance names has no class to replay a request as.
-		return WorkloadSection.TraceTargets(e.Workload)
+		return llmspec.WorkloadSection.TraceTargets(e.Workload)
 	}
 	for _, g := range q.Groups {
 		targets = append(targets, g.Model)
@@ -312,3 +217,8 @@ func (planSection) TraceTargets(doc formats.Document) (targets, classes []string
 	}
 	return targets, classes, true
 }
+
+// ClassesOf is llmspec.ClassesOf, kept for the callers not yet moved to the shared LLM
+// vocabulary (serve/openai's tests, which are being rewritten beside this change); new code
+// calls llmspec.ClassesOf.
+func ClassesOf(w *formats.Workload) []llmspec.LLMClass { return llmspec.ClassesOf(w) }

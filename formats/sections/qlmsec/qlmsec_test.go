@@ -2,9 +2,9 @@ package qlmsec_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/formats/sections/sectiontest"
@@ -29,26 +29,6 @@ func cases(bs []badCase) []sectiontest.Case {
 	return out
 }
 
-func ms(d time.Duration) formats.Duration { return formats.Duration(d * time.Millisecond) }
-
-// One bad-input case per rule of the workload section (moved from formats' tests).
-func TestValidateLLMClasses(t *testing.T) {
-	sectiontest.Run(t, secs, cases([]badCase{
-		{"class name", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].Name = "chat" }), []string{`workload.yaml: llm_classes[1].name: "chat": duplicate name (first at llm_classes[0].name)`}},
-		{"class model", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].Model = "" }), []string{`workload.yaml: llm_classes[1].model: "": must not be empty`}},
-		{"class slo", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].SLO = ms(-1) }), []string{`workload.yaml: llm_classes[1].slo: -1ms: must be > 0`}},
-		{"class rate", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].RateRPS = -1 }), []string{`workload.yaml: llm_classes[1].rate_rps: -1: must be >= 0`}},
-		{"tokens mean", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].InputTokens.Mean = 0 }), []string{`workload.yaml: llm_classes[1].input_tokens.mean: 0: must be > 0`}},
-		{"tokens std", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].OutputTokens.Std = -1 }), []string{`workload.yaml: llm_classes[1].output_tokens.std: -1: must be >= 0`}},
-		{"tokens max", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].OutputTokens.Max = 0 }), []string{`workload.yaml: llm_classes[1].output_tokens.max: 0: must be >= 1`}},
-		{"slo percentile", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].SLOPercentile = "p75" }), []string{`workload.yaml: llm_classes[1].slo_percentile: "p75": must be p50, p90, p95 or p99`}},
-		{"ttft percentile without ttft_slo", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
-			qlmsec.ClassesOf(w)[1].TTFTSLO, qlmsec.ClassesOf(w)[1].TTFTPercentile = 0, "p90"
-		}), []string{`workload.yaml: llm_classes[1].ttft_percentile: "p90": states a percentile of an SLO the class does not set (ttft_slo)`}},
-		{"tokens mean above max", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].OutputTokens.Mean = 600 }), []string{`workload.yaml: llm_classes[1].output_tokens.mean: 600: must be <= max (512)`}},
-	}))
-}
-
 // One bad-input case per rule of the plan section (moved from formats' tests).
 func TestValidatePlan(t *testing.T) {
 	sectiontest.Run(t, secs, cases([]badCase{
@@ -71,28 +51,28 @@ func TestValidatePlan(t *testing.T) {
 		{"qlm role", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].Role = "both" }),
 			[]string{`plan-sections.json: qlm.instances[1].role: "both": must be one of prefill, decode`}},
 		{"qlm prefill without decode", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
-			qlmsec.PlanOf(p).Instances[1].Role = qlmsec.RolePrefill
+			qlmsec.PlanOf(p).Instances[1].Role = llmspec.RolePrefill
 			link := 50.0
 			p.Provenance.Embedded.Cluster.KVLinkGBps = &link
 		}), []string{`plan-sections.json: qlm.instances[1].role: "prefill": model "llama-3.2-1b" has 1 prefill instances and no decode instance`}},
 		{"qlm decode without prefill", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
-			qlmsec.PlanOf(p).Instances[0].Role = qlmsec.RoleDecode
+			qlmsec.PlanOf(p).Instances[0].Role = llmspec.RoleDecode
 			link := 50.0
 			p.Provenance.Embedded.Cluster.KVLinkGBps = &link
 		}), []string{`plan-sections.json: qlm.instances[0].role: "decode": model "llama-3.1-8b" has 1 decode instances and no prefill instance`}},
 		{"qlm roles beside aggregated", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
 			in := qlmsec.PlanOf(p).Instances[0]
-			in.Name, in.Queue, in.Role = "vllm-p", nil, qlmsec.RolePrefill
+			in.Name, in.Queue, in.Role = "vllm-p", nil, llmspec.RolePrefill
 			in2 := in
-			in2.Name, in2.Role = "vllm-d", qlmsec.RoleDecode
+			in2.Name, in2.Role = "vllm-d", llmspec.RoleDecode
 			qlmsec.PlanOf(p).Instances = append(qlmsec.PlanOf(p).Instances, in, in2)
 			link := 50.0
 			p.Provenance.Embedded.Cluster.KVLinkGBps = &link
 		}), []string{`plan-sections.json: qlm.instances[0].role: "": model "llama-3.1-8b" has prefill and decode instances and 1 aggregated ones: give every instance of it a role`}},
 		{"qlm roles without link", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
-			qlmsec.PlanOf(p).Instances[0].Role = qlmsec.RolePrefill
+			qlmsec.PlanOf(p).Instances[0].Role = llmspec.RolePrefill
 			in := qlmsec.PlanOf(p).Instances[0]
-			in.Name, in.Queue, in.Role = "vllm-d", nil, qlmsec.RoleDecode
+			in.Name, in.Queue, in.Role = "vllm-d", nil, llmspec.RoleDecode
 			qlmsec.PlanOf(p).Instances = append(qlmsec.PlanOf(p).Instances, in)
 		}), []string{`plan-sections.json: provenance.embedded.cluster.kv_link_gbps: missing: prefill instances move KV to decode instances over this link (GB/s)`}},
 		{"qlm replan", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { qlmsec.PlanOf(p).ReplanMs = -1 }), []string{`plan-sections.json: qlm.replan_ms: -1: must be >= 0`}},
@@ -110,9 +90,6 @@ func TestCrossCheck(t *testing.T) {
 		}, Want: []string{
 			`plan-sections.json: qlm.groups[0].model: "resnet50": LLM not found in any profile (profile.json)`,
 			`plan-sections.json: qlm.instances[0].model: "mistral-7b": LLM not found in any profile (profile.json)`}},
-		{Name: "LLM class not profiled", Files: []string{"profile.json", "workload.yaml"}, Mutate: func(d map[string]formats.Document) {
-			qlmsec.ClassesOf(d["workload.yaml"].(*formats.Workload))[0].Model = "resnet50"
-		}, Want: []string{`workload.yaml: llm_classes[0].model: "resnet50": LLM not found in any profile (profile.json)`}},
 		{Name: "class not in the workload", Files: []string{"workload.yaml", "plan-sections.json"}, Mutate: func(d map[string]formats.Document) {
 			qlmsec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Groups[1].Class = "batch"
 		}, Want: []string{`plan-sections.json: qlm.groups[1].class: "batch": not an LLM class of workload.yaml`}},

@@ -13,8 +13,10 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// GoodDir holds formats' good fixtures, seen from a package under formats/sections.
-const GoodDir = "../../../testdata/formats/good"
+// GoodDir holds formats' good fixtures, relative to the module's root: the sections'
+// packages sit at different depths (formats/sections/*, formats/llmspec), so Load finds the
+// root from the test's directory.
+const GoodDir = "testdata/formats/good"
 
 // Case is one bad-input case.
 type Case struct {
@@ -27,7 +29,7 @@ type Case struct {
 // Load decodes a good fixture by base name with secs, failing the test on error.
 func Load(t testing.TB, name string, secs *formats.SectionSet) formats.Document {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(GoodDir, name))
+	data, err := os.ReadFile(filepath.Join(moduleRoot(t), GoodDir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,5 +108,24 @@ func RunCross(t *testing.T, secs *formats.SectionSet, cases []CrossCase) {
 				t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(tc.Want, "\n\t"))
 			}
 		})
+	}
+}
+
+// moduleRoot is the nearest directory above the test's that holds go.mod.
+func moduleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = up
 	}
 }

@@ -4,11 +4,11 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // TestScaleRates: every system's rate in the copy is multiplied by the factor, the original
@@ -17,7 +17,7 @@ func TestScaleRates(t *testing.T) {
 	w := &formats.Workload{}
 	ppipesec.SetModels(w, []ppipesec.ModelWorkload{{Name: "m", RateRPS: 2}})
 	pardsec.SetPipelines(w, []pardsec.Pipeline{{Name: "p", RateRPS: 3}})
-	qlmsec.SetClasses(w, []qlmsec.LLMClass{{Name: "c", RateRPS: 4}})
+	llmspec.SetClasses(w, []llmspec.LLMClass{{Name: "c", RateRPS: 4}})
 	cascadesec.SetCascades(w, []cascadesec.Cascade{{Name: "s", QPSMax: 5}})
 	dyorcsec.SetWorkflows(w, &dyorcsec.Workflows{Apps: map[string]dyorcsec.App{"a": {RateRPS: 6}}})
 	c := scaleRates(w, 1.5)
@@ -28,7 +28,7 @@ func TestScaleRates(t *testing.T) {
 	}{
 		{"ppipe", ppipesec.ModelsOf(c)[0].RateRPS, ppipesec.ModelsOf(w)[0].RateRPS, 3},
 		{"pard", pardsec.PipelinesOf(c)[0].RateRPS, pardsec.PipelinesOf(w)[0].RateRPS, 4.5},
-		{"qlm", qlmsec.ClassesOf(c)[0].RateRPS, qlmsec.ClassesOf(w)[0].RateRPS, 6},
+		{"qlm", llmspec.ClassesOf(c)[0].RateRPS, llmspec.ClassesOf(w)[0].RateRPS, 6},
 		{"cascade", cascadesec.CascadesOf(c)[0].QPSMax, cascadesec.CascadesOf(w)[0].QPSMax, 7.5},
 		{"dyorc", dyorcsec.WorkflowsOf(c).Apps["a"].RateRPS, dyorcsec.WorkflowsOf(w).Apps["a"].RateRPS, 9},
 	} {

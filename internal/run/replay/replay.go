@@ -19,7 +19,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/llmspec"
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/simulate"
@@ -149,13 +149,13 @@ func PickLLM(path string, p *formats.Profile, model string) (int, error) {
 // where it has none), with its own tokens. The copy returned names each request's class, so
 // the replay assigns it exactly (workload.AssignTrace). The classes' token maxima are the
 // trace's: the engine, not the class, refuses what it cannot hold (max_model_len, KV).
-func replayClasses(name string, t *formats.Trace, model string) (*formats.Trace, []qlmsec.LLMClass, error) {
+func replayClasses(name string, t *formats.Trace, model string) (*formats.Trace, []llmspec.LLMClass, error) {
 	if len(t.Requests) == 0 {
 		return nil, nil, run.UsageErrorf("%s: requests: a one-engine replay needs per-request arrivals (the trace has none)", name)
 	}
 	cp := *t
 	cp.Requests = slices.Clone(t.Requests)
-	var classes []qlmsec.LLMClass
+	var classes []llmspec.LLMClass
 	byName := map[string]int{}
 	sumIn, sumOut := map[int]float64{}, map[int]float64{}
 	for i := range cp.Requests {
@@ -178,7 +178,7 @@ func replayClasses(name string, t *formats.Trace, model string) (*formats.Trace,
 		if !ok {
 			c = len(classes)
 			byName[label] = c
-			classes = append(classes, qlmsec.LLMClass{Name: label, Model: model, SLO: formats.Duration(replaySLO)})
+			classes = append(classes, llmspec.LLMClass{Name: label, Model: model, SLO: formats.Duration(replaySLO)})
 		}
 		cl := &classes[c]
 		cl.RateRPS++ // a count here; a rate below

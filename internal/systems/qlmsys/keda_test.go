@@ -16,6 +16,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/internal/testmode"
@@ -193,7 +194,7 @@ func replayKEDA(t *testing.T, p *formats.Plan, dep *dataplane.Deployment, rule e
 		prev = s
 	}
 	replicaS += float64(prev.Replicas) * (float64(dur)/1e6 - prev.AtS)
-	run := &sim.AutopilotRun{Arrivals: arrivals, Duration: dur, Seed: 1, LLM: sim.LLMClassesOf(dep, qlmsec.ClassesOf(p.Provenance.Embedded.Workload)),
+	run := &sim.AutopilotRun{Arrivals: arrivals, Duration: dur, Seed: 1, LLM: sim.LLMClassesOf(dep, llmspec.ClassesOf(p.Provenance.Embedded.Workload)),
 		Deploy: func(c ap.Candidate) (*dataplane.Deployment, dataplane.Policy, error) {
 			d, err := dq.FromPlan(c.Plan.(*formats.Plan))
 			if err != nil {

@@ -17,6 +17,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	xqlm "github.com/plan-dev/plan/export/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/internal/system"
@@ -43,7 +44,7 @@ func System() system.System {
 		Render:           Render,
 		PlanSection:      dq.Kind,
 		// QLM's sections, registered whole (formats/sections).
-		Sections: system.Sections{Plan: qlmsec.PlanSection, Workload: []formats.Section{qlmsec.WorkloadSection}},
+		Sections: system.Sections{Plan: qlmsec.PlanSection, Workload: []formats.Section{llmspec.WorkloadSection}},
 		HasPlan:  system.HasSection(qlmsec.PlanOf),
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dq.FromPlan(p)
@@ -67,7 +68,7 @@ func System() system.System {
 }
 
 // engineDeployment is one instance of prof, named after its model, serving classes.
-func engineDeployment(prof formats.LLMProfile, classes []qlmsec.LLMClass) (*dataplane.Deployment, error) {
+func engineDeployment(prof formats.LLMProfile, classes []llmspec.LLMClass) (*dataplane.Deployment, error) {
 	in := dq.Instance{Name: prof.Model + "-0", GPU: prof.GPU, Model: prof.Model}
 	if prof.GPUCount > 1 {
 		in.GPUCount = prof.GPUCount // one instance on all its GPUs (tensor parallelism)

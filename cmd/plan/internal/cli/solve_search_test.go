@@ -13,6 +13,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
@@ -110,7 +111,7 @@ func TestSolveSearchDisaggregated(t *testing.T) {
 	for _, in := range qlmsec.PlanOf(p).Instances {
 		roles[in.Role]++
 	}
-	if roles[qlmsec.RolePrefill] == 0 || roles[qlmsec.RoleDecode] == 0 || roles[""] != 0 {
+	if roles[llmspec.RolePrefill] == 0 || roles[llmspec.RoleDecode] == 0 || roles[""] != 0 {
 		t.Errorf("instances by role %v, want prefill and decode only", roles)
 	}
 	for _, w := range []string{"  prefill   ", "  decode    ", "disaggregated 2:1"} {
@@ -166,7 +167,7 @@ func holdsTenTimesLonger(t *testing.T, plan string) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	classes := qlmsec.ClassesOf(p.Provenance.Embedded.Workload)
+	classes := llmspec.ClassesOf(p.Provenance.Embedded.Workload)
 	if len(rep.Points) != 1 || len(rep.Points[0].Apps) != len(classes) {
 		t.Fatalf("want one point with %d classes: %s", len(classes), stdout[:min(len(stdout), 400)])
 	}
