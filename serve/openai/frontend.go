@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/dataplane/llm"
-	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/serve"
 )
 
@@ -322,44 +320,34 @@ func choices(req *Request, id string) []*submission {
 	return subs
 }
 
-// runAll serves every choice and waits for them all. The first that fails (ctx ended, or an
-// answer other than 200) ends the others, since the client gets one answer, and is returned;
-// otherwise an answer of the last to finish.
-func (f *Frontend) runAll(ctx context.Context, subs []*submission, arrived time.Time) (*serve.Answer, error) {
+// runAll serves every choice and waits for them all. The first that fails (ctx ended, or the
+// engine's failure) ends the others, since the client gets one answer, and is returned.
+func (f *Frontend) runAll(ctx context.Context, subs []*submission, arrived time.Time) error {
 	if len(subs) == 1 {
 		return f.submit(ctx, subs[0], arrived)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan outcome, len(subs))
+	done := make(chan error, len(subs))
 	for _, sub := range subs {
-		go func() {
-			a, err := f.submit(ctx, sub, arrived)
-			done <- outcome{a, err}
-		}()
+		go func() { done <- f.submit(ctx, sub, arrived) }()
 	}
-	var fail, ok *outcome
+	var fail error
 	for range subs {
-		o := <-done
-		switch {
-		case o.err == nil && o.a.Status == 200:
-			ok = &o
-		case fail == nil:
-			fail = &o
+		if err := <-done; err != nil && fail == nil {
+			fail = err
 			cancel()
 		}
 	}
-	if fail != nil {
-		return fail.a, fail.err
-	}
-	return ok.a, nil
+	return fail
 }
 
 // submit runs req through Server.Submit with its attributes; QLM reads InTokens and OutTokens
 // (0: drawn from the class profile, a normal truncated to [1, max], as the paper's normal
-// lengths can go negative) for its RCT estimate (QLM §6).
-func (f *Frontend) submit(ctx context.Context, sub *submission, arrived time.Time) (*serve.Answer, error) {
-	return f.s.Submit(ctx, serve.Request{Model: sub.req.Model, ID: sub.id, Arrived: arrived,
+// lengths can go negative) for its RCT estimate (QLM §6). An answer other than 200 is
+// returned as a *failure, made here from the answer; ctx ending, as ctx's error.
+func (f *Frontend) submit(ctx context.Context, sub *submission, arrived time.Time) error {
+	a, err := f.s.Submit(ctx, serve.Request{Model: sub.req.Model, ID: sub.id, Arrived: arrived,
 		Attrs:         dataplane.Attrs{Class: sub.req.Class, Priority: sub.req.Priority, InTokens: int32(sub.req.PromptTokens), OutTokens: int32(sub.req.MaxTokens)},
 		RefusedStatus: refusedStatus, Choices: sub.group,
 		OnHop: func(h serve.HopEvent) {
@@ -378,55 +366,13 @@ func (f *Frontend) submit(ctx context.Context, sub *submission, arrived time.Tim
 			default:
 			}
 		}})
-}
-
-// refusedStatus is the status a request refused at intake is answered with (answerError):
-// 503 while shutting down, else 429 (the door reopens after Retry-After). Submit counts the
-// refusal under it (serve.Request.RefusedStatus), so plan_rejected_total{code} says 429 too.
-func refusedStatus(reason string) int {
-	if reason == string(dataplane.DropShutdown) {
-		return 503
+	if err != nil {
+		return err
 	}
-	return 429
-}
-
-// answerError maps a non-200 answer to an OpenAI error: refused at the door → 429 (the door
-// reopens after Retry-After), dropped by the policy or shutting down → 503.
-func answerError(a *serve.Answer) *Error {
-	switch a.Status {
-	case 400:
-		return badRequest("", "%s", a.Err)
-	case 404:
-		return &Error{Status: 404, Type: "not_found_error", Param: "model", Code: "model_not_found", Message: a.Err}
-	case 503:
-		e := &Error{Status: 503, Type: "server_error", Code: a.Reason,
-			Message: fmt.Sprintf("dropped (%s at %s): %s", a.Reason, a.Stage, a.Err), RetryAfter: 1}
-		if a.Stage == "intake" && refusedStatus(a.Reason) == 429 {
-			e.Status, e.Type = 429, "rate_limit_error"
-			e.RetryAfter = max(1, (a.RetryUs+999_999)/1_000_000)
-		}
-		if e.Message == fmt.Sprintf("dropped (%s at %s): ", a.Reason, a.Stage) {
-			e.Message = fmt.Sprintf("dropped (%s at %s)", a.Reason, a.Stage)
-		}
-		switch a.Reason {
-		case string(dataplane.DropShutdown):
-			e.Close = true
-		case string(dq.DropWouldBeLate):
-			// Admission at the door (llm.Judge): the engine as it stands would finish the
-			// request after its SLO, or make a request it admitted late. Like a rate limit,
-			// the door reopens once the work ahead has drained: Retry-After is that
-			// predicted wait (the drop's estimate), rounded up.
-			e.Status, e.Type, e.Code = 429, "rate_limit_error", "would_finish_late"
-			e.RetryAfter = llm.RetryAfter(dataplane.Time(a.EstimateUs))
-			e.Message = fmt.Sprintf("rejected: would finish late: the engine, with the requests running and queued ahead, would finish this request after its SLO (or make an admitted request late); retry after %d s", e.RetryAfter)
-		case string(dq.DropTooLarge):
-			// The engine's own refusal of what can never fit (checkLimits refuses it first
-			// when the plan gives the limits).
-			e.Status, e.Type, e.RetryAfter = 400, "invalid_request_error", 0
-		}
-		return e
+	if a.Status != 200 {
+		return newFailure(a)
 	}
-	return &Error{Status: 500, Type: "server_error", Message: a.Err}
+	return nil
 }
 
 func (f *Frontend) handleCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
@@ -446,23 +392,13 @@ func (f *Frontend) handleCompletion(w http.ResponseWriter, r *http.Request, chat
 		f.stream(w, r, req, id, subs, arrived)
 		return
 	}
-	a, err := f.runAll(r.Context(), subs, arrived)
+	err := f.runAll(r.Context(), subs, arrived)
 	if r.Context().Err() != nil {
 		return // the client left: nothing to answer (Submit cancelled the request)
 	}
 	if err != nil {
-		writeError(w, &Error{Status: 503, Type: "server_error", Message: err.Error(), Close: true})
-		return
-	}
-	if a.Status != 200 {
-		writeError(w, answerError(a))
+		writeError(w, apiError(err))
 		return
 	}
 	writeJSON(w, 200, response(req, id, arrived.Unix(), subs))
-}
-
-// outcome is an emulated request's end (Server.Submit's results).
-type outcome struct {
-	a   *serve.Answer
-	err error
 }

@@ -297,7 +297,7 @@ func TestAnswerError(t *testing.T) {
 		{serve.Answer{Status: 500, Err: "boom"}, 500, 0, ""},
 	}
 	for _, tc := range cases {
-		e := answerError(&tc.a)
+		e := apiError(newFailure(&tc.a))
 		code, _ := e.Code.(string)
 		if e.Status != tc.status || e.RetryAfter != tc.retryAfter || code != tc.code {
 			t.Errorf("%+v → %+v", tc.a, e)

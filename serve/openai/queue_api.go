@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/plan-dev/plan/dataplane"
 )
 
 // The batch queue's API.
@@ -210,16 +208,18 @@ func (f *Frontend) serveJob(ctx context.Context, q Queue, l *Lease) bool {
 	// The lease is short (DefaultLease): extend it while the request runs, so only a
 	// worker that died loses it.
 	stop := f.keepLease(ctx, q, l)
-	a, err := f.runAll(ctx, subs, time.Time{})
+	err = f.runAll(ctx, subs, time.Time{})
 	stop()
-	if err != nil || a.Status == 503 && a.Reason == string(dataplane.DropShutdown) {
-		// Shutting down: the request goes back for the next server.
+	var fl *failure
+	if err != nil && (!errors.As(err, &fl) || fl.shutdown()) {
+		// Shutting down (the worker's context ended, or the engine's door closed): the
+		// request goes back for the next server.
 		_ = q.Nack(context.WithoutCancel(ctx), l, 0)
 		return false
 	}
-	if a.Status != 200 {
-		ae := answerError(a)
-		if a.Status == 503 && l.Attempt < maxAttempts {
+	if fl != nil {
+		ae := fl.openAI()
+		if fl.status == 503 && l.Attempt < maxAttempts {
 			_ = q.Nack(context.WithoutCancel(ctx), l, time.Duration(ae.RetryAfter)*time.Second)
 			return true
 		}

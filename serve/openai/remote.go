@@ -13,12 +13,9 @@ import (
 // emulate runs the request through the engine until it ends or ctx does: its emulated copy
 // is the engine's model of the instance's occupancy while the remote engine generates, so it
 // outlives the client's answer and ends early only with the remote request (remote).
-func (f *Frontend) emulate(ctx context.Context, sub *submission, arrived time.Time) <-chan outcome {
-	done := make(chan outcome, 1)
-	go func() {
-		a, err := f.submit(ctx, sub, arrived)
-		done <- outcome{a, err}
-	}()
+func (f *Frontend) emulate(ctx context.Context, sub *submission, arrived time.Time) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- f.submit(ctx, sub, arrived) }()
 	return done
 }
 
@@ -61,15 +58,18 @@ func (f *Frontend) remote(w http.ResponseWriter, r *http.Request, sub *submissio
 		}
 	}()
 	done := f.emulate(copyCtx, sub, arrived)
-	var end *outcome
+	var (
+		ended  bool  // the emulated copy ended,
+		endErr error // failing with endErr (nil: it finished)
+	)
 	resubmits := 0
 	for {
 		inst := next()
-		if inst == "" && end == nil {
+		if inst == "" && !ended {
 			select {
 			case <-sub.tick:
-			case o := <-done:
-				end = &o
+			case endErr = <-done:
+				ended = true
 			case <-r.Context().Done():
 				return
 			}
@@ -78,13 +78,11 @@ func (f *Frontend) remote(w http.ResponseWriter, r *http.Request, sub *submissio
 		if inst == "" {
 			// The emulated copy ended where no engine can take the request.
 			switch {
-			case end.err != nil:
-				writeError(w, &Error{Status: 503, Type: "server_error", Message: end.err.Error()})
-			case end.a.Status != 200:
-				writeError(w, answerError(end.a))
+			case endErr != nil:
+				writeError(w, apiError(endErr))
 			case resubmits < len(f.Endpoints):
 				resubmits++
-				done, end = f.emulate(copyCtx, sub, arrived), nil
+				done, ended = f.emulate(copyCtx, sub, arrived), false
 				continue
 			default:
 				msg := "no engine could serve the request"

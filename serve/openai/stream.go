@@ -27,15 +27,12 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, req *Request, 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	type ended struct {
-		i int
-		outcome
+		i   int
+		err error
 	}
 	done := make(chan ended, len(subs))
 	for i, sub := range subs {
-		go func() {
-			a, err := f.submit(ctx, sub, arrived)
-			done <- ended{i, outcome{a, err}}
-		}()
+		go func() { done <- ended{i, f.submit(ctx, sub, arrived)} }()
 	}
 	prompts := make([]int, len(subs))
 	for i, sub := range subs {
@@ -63,17 +60,11 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, req *Request, 
 				return // the client stopped reading: returning cancels the choices
 			}
 		case o := <-done:
-			if o.err != nil || o.a.Status != 200 {
-				e := &Error{Status: 503, Type: "server_error", Close: true}
-				if o.err != nil {
-					if r.Context().Err() != nil {
-						return
-					}
-					e.Message = o.err.Error()
-				} else {
-					e = answerError(o.a)
+			if o.err != nil {
+				if r.Context().Err() != nil {
+					return // the client left: nothing to answer
 				}
-				_ = sw.Fail(e)
+				_ = sw.Fail(apiError(o.err))
 				return
 			}
 			sub := subs[o.i]
