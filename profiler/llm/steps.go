@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/profiler/llm/pwlcurve"
 )
 
 // Step is one measured engine step: the tokens it computed, how many of them were prompt
@@ -390,7 +389,7 @@ func WithSteps(base formats.LLMProfile, steps []Step) (formats.LLMProfile, error
 	if base.AvgBatch > 0 {
 		// The decode step at the average batch: a planner's field, set where the planner's
 		// fields are (an engine-only profile, EngineProfile, has none).
-		base.DecodeUsPerToken = pwlcurve.At(decode, int(math.Round(max(base.AvgBatch, 1))))
+		base.DecodeUsPerToken = formats.PWLAt(decode, int(math.Round(max(base.AvgBatch, 1))))
 	}
 	return base, nil
 }
