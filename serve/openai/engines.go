@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
@@ -138,7 +137,7 @@ func StartEngines(eps EndpointList, interval time.Duration, client *http.Client,
 }
 
 // newEngines and start are StartEngines in two steps, so that the owner can hold the
-// Engines before its first round calls observe (Frontend.markDown reads it).
+// Engines before its first round calls observe (forwarder.markDown reads it).
 func newEngines(eps EndpointList, client *http.Client, observe func([]EngineState)) *Engines {
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
@@ -328,156 +327,6 @@ func ParseGauges(text []byte, names ...string) (map[string]float64, error) {
 		out[n] = sum
 	}
 	return out, nil
-}
-
-// forward sends a request's body to its instance's engine, with the engine's model name,
-// and copies the engine's answer (status, content type, body; a stream as it comes) back.
-// When the engine fails before answering (a transport error, or a 5xx status, whose body is
-// read and discarded) it writes nothing and returns the failure: the request can still go to
-// another instance. Everything else is answered here, a 4xx as the engine gave it (its
-// verdict on the request, which another engine would share).
-func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, instance string, path string, body []byte) error {
-	es, ok := f.engines.Get(instance)
-	if !ok {
-		writeError(w, &Error{Status: 503, Type: "server_error", Code: "no_engine",
-			Message: fmt.Sprintf("instance %s has no engine in --llm-endpoints", instance), RetryAfter: 1})
-		return nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil {
-		writeError(w, badRequest("", "the body is not a JSON object: %v", err))
-		return nil
-	}
-	if es.Model != "" {
-		m["model"] = es.Model
-	}
-	delete(m, "prompt_tokens") // our extensions: not the engine's
-	delete(m, "class")
-	b, _ := json.Marshal(m)
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, es.URL+path, bytes.NewReader(b))
-	if err != nil {
-		writeError(w, &Error{Status: 502, Type: "server_error", Message: err.Error()})
-		return nil
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := f.forwardClient.Do(req)
-	if err != nil {
-		if r.Context().Err() != nil {
-			// The client left: no one to answer, and no news about the engine.
-			return nil
-		}
-		return fmt.Errorf("instance %s engine: %w", instance, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 500 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-		return fmt.Errorf("instance %s engine: POST %s%s: status %d: %s", instance, es.URL, path, resp.StatusCode, bytes.TrimSpace(msg))
-	}
-	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		w.Header().Set("Content-Type", ct)
-	}
-	w.Header().Set("X-Plan-Instance", instance)
-	w.WriteHeader(resp.StatusCode)
-	rc := http.NewResponseController(w)
-	buf := make([]byte, 32<<10)
-	// tail is the last bytes sent: whether the stream stopped between two events.
-	tail := "\n\n"
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 {
-			// --write-timeout per write: a client that stops reading is cut off (and the
-			// engine's stream with it, through the request's context).
-			_ = rc.SetWriteDeadline(time.Now().Add(f.s.WriteTimeout()))
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return nil
-			}
-			if rc.Flush() != nil {
-				return nil
-			}
-			tail += string(buf[max(0, n-2):n])
-			tail = tail[len(tail)-2:]
-		}
-		switch {
-		case err == nil:
-			continue
-		case err == io.EOF, r.Context().Err() != nil:
-			return nil
-		default:
-			// The answer has started: the client has part of it and cannot be handed
-			// to another engine unnoticed.
-			slog.Warn("remote engine failed mid-answer", "instance", instance, "url", es.URL, "err", err)
-			if !stream {
-				// Ending the handler would end the chunked body cleanly and the client
-				// would take the truncated JSON for the answer: abort the connection.
-				panic(http.ErrAbortHandler)
-			}
-			e := &Error{Status: 502, Type: "server_error", Code: "engine_failed",
-				Message: fmt.Sprintf("instance %s engine %s: the stream broke off: %v", instance, es.URL, err)}
-			eb, _ := json.Marshal(errorBody{e})
-			sep := ""
-			if tail != "\n\n" {
-				sep = "\n\n" // end the broken event, so the error is an event of its own
-			}
-			_ = rc.SetWriteDeadline(time.Now().Add(f.s.WriteTimeout()))
-			if _, werr := fmt.Fprintf(w, "%sdata: %s\n\ndata: [DONE]\n\n", sep, eb); werr == nil {
-				_ = rc.Flush()
-			}
-			return nil
-		}
-	}
-}
-
-// engineFailed fails instance in the engine at once when its remote engine failed a
-// forward: QLM then re-queues what it had placed there and re-plans (QLM §7), so the
-// request whose forward failed gets another instance.
-func (f *Frontend) engineFailed(instance string, err error) {
-	slog.Warn("remote engine failed; its instance is down until a poll succeeds", "instance", instance, "err", err)
-	f.engines.fail(instance, err.Error())
-	f.syncDown(f.s, instance)
-}
-
-// markDown fails an instance in the engine when its remote engine went down and brings it
-// back when a poll succeeds again (Server.SetWorkerDown): QLM then re-queues what it had
-// placed there and re-plans (QLM §7). It runs after every poll round.
-func (f *Frontend) markDown(s *serve.Server) {
-	for _, e := range f.engines.All() {
-		f.syncDown(s, e.Instance)
-	}
-}
-
-// syncDown brings instance's state in the engine in line with its remote engine's. The
-// polling goroutine and every handler whose forward failed call it: markMu makes each
-// change one SetWorkerDown, taken on the engine's state as it is now (a poll round's
-// snapshot may predate a forward's failure).
-func (f *Frontend) syncDown(s *serve.Server, instance string) {
-	f.markMu.Lock()
-	defer f.markMu.Unlock()
-	e, ok := f.engines.Get(instance)
-	if !ok || e.Down == f.isDown(instance) {
-		return
-	}
-	if err := s.SetWorkerDown(instance, e.Down); err != nil {
-		slog.Warn("remote engine state", "instance", instance, "down", e.Down, "err", err)
-		return
-	}
-	f.downMu.Lock()
-	if f.down == nil {
-		f.down = map[string]bool{}
-	}
-	f.down[instance] = e.Down
-	f.downMu.Unlock()
-	if f.marked != nil {
-		f.marked(instance, e.Down)
-	}
-}
-
-// isDown reports whether instance is failed in the engine.
-func (f *Frontend) isDown(instance string) bool {
-	f.downMu.Lock()
-	defer f.downMu.Unlock()
-	return f.down[instance]
 }
 
 // observeEngines hands the engines' gauges to the serving policy when it is an

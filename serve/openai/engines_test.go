@@ -324,7 +324,7 @@ func TestRemoteEngineDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, e := range l.Data {
-				if e.Instance == "llm-0" && e.Down == want && fe.isDown("llm-0") == want {
+				if e.Instance == "llm-0" && e.Down == want && fe.fwd.isDown("llm-0") == want {
 					return
 				}
 			}
@@ -453,7 +453,7 @@ func remoteFailServer(t *testing.T, fail func(*fakeVLLM) failMode) (*Frontend, s
 	fe := memFrontend()
 	fe.Poll = time.Hour
 	m := &marks{}
-	fe.marked = m.record
+	fe.fwd.marked = m.record
 	if err := fe.Endpoints.Set("llm-0=" + s0.URL + ",llm-1=" + s1.URL); err != nil {
 		t.Fatal(err)
 	}
@@ -561,8 +561,8 @@ func TestRemoteEngineFailover(t *testing.T) {
 					}
 				}
 				for _, inst := range []string{"llm-0", "llm-1"} {
-					if e := es[inst]; !e.Down || e.Failures < DownAfter || e.Err == "" || !fe.isDown(inst) {
-						t.Errorf("%s: %+v (failed in the engine: %v); want down", inst, e, fe.isDown(inst))
+					if e := es[inst]; !e.Down || e.Failures < DownAfter || e.Err == "" || !fe.fwd.isDown(inst) {
+						t.Errorf("%s: %+v (failed in the engine: %v); want down", inst, e, fe.fwd.isDown(inst))
 					}
 				}
 				if got := m.String(); got != "map[llm-0 down:1 llm-1 down:1]" {
@@ -593,10 +593,10 @@ func TestRemoteEngineFailover(t *testing.T) {
 			if vb.received() == 0 || vg.received() != n {
 				t.Errorf("engine %s got %d requests, %s %d; want ≥ 1 and %d (each request forwarded once to the live one)", bad, vb.received(), good, vg.received(), n)
 			}
-			if e := es[bad]; !e.Down || e.Failures < DownAfter || e.Err == "" || !fe.isDown(bad) {
-				t.Errorf("%s: %+v (failed in the engine: %v); want down", bad, e, fe.isDown(bad))
+			if e := es[bad]; !e.Down || e.Failures < DownAfter || e.Err == "" || !fe.fwd.isDown(bad) {
+				t.Errorf("%s: %+v (failed in the engine: %v); want down", bad, e, fe.fwd.isDown(bad))
 			}
-			if e := es[good]; e.Down || fe.isDown(good) {
+			if e := es[good]; e.Down || fe.fwd.isDown(good) {
 				t.Errorf("%s: %+v; want up", good, e)
 			}
 			if got, want := m.String(), fmt.Sprintf("map[%s down:1]", bad); got != want {
@@ -604,9 +604,9 @@ func TestRemoteEngineFailover(t *testing.T) {
 			}
 			// The next poll round that reaches the engine brings the instance back (its
 			// /metrics answers: it may have restarted).
-			fe.engines.round()
-			if e := engineStates(t, url)[bad]; e.Down || e.Failures != 0 || fe.isDown(bad) {
-				t.Errorf("%s after a successful poll: %+v (failed in the engine: %v); want up", bad, e, fe.isDown(bad))
+			fe.fwd.engines.round()
+			if e := engineStates(t, url)[bad]; e.Down || e.Failures != 0 || fe.fwd.isDown(bad) {
+				t.Errorf("%s after a successful poll: %+v (failed in the engine: %v); want up", bad, e, fe.fwd.isDown(bad))
 			}
 			if got, want := m.String(), fmt.Sprintf("map[%s down:1 %s up:1]", bad, bad); got != want {
 				t.Errorf("SetWorkerDown %s; want %s", got, want)
@@ -733,7 +733,7 @@ func TestRemoteEngineNoRetry(t *testing.T) {
 			if n := v[0].received() + v[1].received(); n != 1 {
 				t.Errorf("the engines got %d requests; want 1 (no retry)", n)
 			}
-			if got := m.String(); got != "map[]" || fe.isDown("llm-0") || fe.isDown("llm-1") {
+			if got := m.String(); got != "map[]" || fe.fwd.isDown("llm-0") || fe.fwd.isDown("llm-1") {
 				t.Errorf("SetWorkerDown %s; want no instance failed", got)
 			}
 		})

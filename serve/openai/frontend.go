@@ -49,36 +49,19 @@ type Frontend struct {
 	Endpoints EndpointList  `flag:"llm-endpoints" help:"QLM instances served by remote OpenAI-compatible engines (vLLM): INSTANCE=URL,... (the plan schedules, the engines generate; their /metrics queue gauges at GET /v1/engines)"`
 	Poll      time.Duration `flag:"llm-poll" help:"how often the --llm-endpoints engines' /metrics are read"`
 
-	engines       *Engines
-	forwardClient *http.Client
-	// down holds the instances failed in the engine because their remote engine is down;
-	// markMu orders the changes (Frontend.syncDown). marked, when set, is told of each (tests).
-	markMu sync.Mutex
-	downMu sync.Mutex
-	down   map[string]bool
-	marked func(instance string, down bool)
-
-	s      *serve.Server
-	seq    atomic.Uint64
-	prefix string
-	// started is when Routes ran: the server's start, every model's `created`.
+	// The handler's own state. Routes sets s, the server requests are submitted to,
+	// started, when it ran (the server's start, every model's `created`), and ids' start,
+	// before any request; then they are only read. ids makes the answers' and queued
+	// requests' ids; limits caches the plan's per-class limits, under its own mutex.
+	s       *serve.Server
 	started time.Time
+	ids     ids
+	limits  limitCache
 
-	limits limitCache
-
-	qmu    sync.Mutex
-	openMu sync.Mutex // one opening of the queue at a time (queue_open.go)
-	q      Queue
-	// qerr is the last failure to open the queue, at qerrAt: answered without a new try
-	// for queueRetry; opening says the open loop runs (queue_open.go).
-	qerr     error
-	qerrAt   time.Time
-	opening  bool
-	openStop context.CancelFunc
-	openWG   sync.WaitGroup
-	stop     context.CancelFunc
-	wg       sync.WaitGroup
-	closed   bool
+	// batch is the batch queue's state (batch.go), fwd the way to the remote engines,
+	// off without --llm-endpoints (forwarder.go): each guards its own.
+	batch batchQueue
+	fwd   forwarder
 }
 
 // New returns the front end for deployments of kind.
@@ -109,7 +92,7 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 	// Ids are unique across restarts (the queue outlives the process): the start time in
 	// base 36, then a counter. The start time is also the models' `created`.
 	f.started = time.Now()
-	f.prefix = strconv.FormatInt(f.started.UnixNano(), 36)
+	f.ids.start = strconv.FormatInt(f.started.UnixNano(), 36)
 	rs := f.routes()
 	for _, r := range rs[:len(rs)-1] {
 		mux.HandleFunc(r.Pattern, r.h)
@@ -117,12 +100,7 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 	// Every other path under /v1/ answers an OpenAI error object too.
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) { f.handleUnknown(w, r, mux) })
 	if len(f.Endpoints) > 0 {
-		f.forwardClient = &http.Client{}
-		f.engines = newEngines(f.Endpoints, nil, func(es []EngineState) {
-			observeEngines(s, es)
-			f.markDown(s)
-		})
-		f.engines.start(max(f.Poll, 10*time.Millisecond))
+		f.fwd.start(s, f.Endpoints, max(f.Poll, 10*time.Millisecond))
 		r := rs[len(rs)-1]
 		mux.HandleFunc(r.Pattern, r.h)
 	}
@@ -136,21 +114,8 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 // Close implements io.Closer: the queue workers put back what they hold, then the queue
 // closes.
 func (f *Frontend) Close() error {
-	f.qmu.Lock()
-	f.closed = true
-	q, stop, openStop := f.q, f.stop, f.openStop
-	f.qmu.Unlock()
-	if openStop != nil {
-		openStop()
-	}
-	f.openWG.Wait()
-	if stop != nil {
-		stop()
-	}
-	f.wg.Wait()
-	if f.engines != nil {
-		f.engines.Close()
-	}
+	q := f.batch.close()
+	f.fwd.close()
 	if q != nil {
 		return q.Close()
 	}
@@ -204,10 +169,10 @@ func (f *Frontend) read(w http.ResponseWriter, r *http.Request, chat bool) (*Req
 	if e != nil {
 		return nil, nil, e
 	}
-	if f.engines == nil && req.logprobs != "" {
+	if !f.fwd.on() && req.logprobs != "" {
 		return nil, nil, noLogprobs(req)
 	}
-	if f.engines != nil {
+	if f.fwd.on() {
 		// A request goes whole to the engine of the instance QLM placed its one sequence on
 		// (remote): its emulated copy, which QLM schedules, is that one sequence.
 		if req.N > 1 {
@@ -288,12 +253,24 @@ func (sub *submission) output() int {
 	return completionTokens(sub.req, sub.tokens)
 }
 
+// ids makes the ids of answers and queued requests: a kind's prefix, start, a dash, then a
+// counter. start is the server's start time in base 36, set by Routes before any request,
+// so that ids are unique across restarts (the queue outlives the process).
+type ids struct {
+	start string
+	seq   atomic.Uint64
+}
+
+func (g *ids) next(prefix string) string {
+	return prefix + g.start + "-" + strconv.FormatUint(g.seq.Add(1), 10)
+}
+
 func (f *Frontend) newID(chat bool) string {
 	p := "cmpl-"
 	if chat {
 		p = "chatcmpl-"
 	}
-	return p + f.prefix + "-" + strconv.FormatUint(f.seq.Add(1), 10)
+	return f.ids.next(p)
 }
 
 // choices are req's sequences, one per choice in the order of the answer's index: prompt
@@ -384,7 +361,7 @@ func (f *Frontend) handleCompletion(w http.ResponseWriter, r *http.Request, chat
 	}
 	id := f.newID(chat)
 	subs := choices(req, id)
-	if f.engines != nil {
+	if f.fwd.on() {
 		f.remote(w, r, subs[0], arrived, body) // one choice (Frontend.read)
 		return
 	}

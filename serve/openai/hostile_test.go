@@ -173,7 +173,8 @@ func TestQueueRedials(t *testing.T) {
 	if err := q.Healthy(ctx); err == nil {
 		t.Error("healthy with its server shut down")
 	}
-	fe := &Frontend{q: q}
+	fe := &Frontend{}
+	fe.batch.q = q
 	if err := fe.Ready(ctx); err == nil {
 		t.Error("the front end is ready with its queue's server shut down")
 	}
@@ -317,9 +318,8 @@ func TestReadinessReflectsDeadQueue(t *testing.T) {
 	if code, b := ready(); code != 200 {
 		t.Fatalf("ready with a live queue: %d %s", code, b)
 	}
-	fe.qmu.Lock()
-	q, _ := fe.q.(*JetStreamQueue)
-	fe.qmu.Unlock()
+	open, _ := fe.batch.current()
+	q, _ := open.(*JetStreamQueue)
 	if q == nil {
 		t.Fatal("the front end's queue is not a JetStream queue")
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -53,7 +52,7 @@ func (f *Frontend) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 		writeError(w, f.queueDown(err))
 		return
 	}
-	id := "q-" + f.prefix + "-" + strconv.FormatUint(f.seq.Add(1), 10)
+	id := f.ids.next("q-")
 	st := Status{ID: id, Object: "queue.request", Status: StatusQueued, Model: req.Model, Created: time.Now().Unix()}
 	if err := q.Enqueue(r.Context(), Job{ID: id, Chat: chat, Body: body}, st); err != nil {
 		writeError(w, &Error{Status: 503, Type: "server_error", Message: "enqueue: " + err.Error(), RetryAfter: 1})
@@ -135,9 +134,7 @@ type healthChecker interface {
 // could not be opened, or its connection is down and cannot be re-dialled). `plan serve`'s
 // readiness (GET /v2/health/ready) asks it (serve.ReadyChecker).
 func (f *Frontend) Ready(ctx context.Context) error {
-	f.qmu.Lock()
-	q, qerr := f.q, f.qerr
-	f.qmu.Unlock()
+	q, qerr := f.batch.current()
 	if q == nil {
 		if d := f.s.Deployment(); d == nil || d.Kind != f.Kind {
 			return nil // another system's plan: no queue to wait for
@@ -160,9 +157,7 @@ func (f *Frontend) Ready(ctx context.Context) error {
 // queueDown is the 503 of a queue that cannot be opened; while the server shuts down it
 // closes the connection.
 func (f *Frontend) queueDown(err error) *Error {
-	f.qmu.Lock()
-	closing := f.closed
-	f.qmu.Unlock()
+	closing := f.batch.isClosed()
 	return &Error{Status: 503, Type: "server_error", Message: "the batch queue is unavailable: " + err.Error(), RetryAfter: 5, Close: closing}
 }
 

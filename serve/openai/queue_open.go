@@ -2,7 +2,6 @@ package openai
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -107,14 +106,15 @@ func (f *Frontend) queueDir() string {
 // queue opens the queue and starts its workers on first use. A failure is answered for
 // queueRetry, then opening is tried again: a queue that was unreachable at start (an
 // external --queue-url not up yet) is used once it is, without a restart. The opening runs
-// outside qmu (under openMu), so Ready, which reads the state under qmu, answers at once.
+// under the batch queue's openMu alone (batchQueue), so Ready answers at once meanwhile.
 func (f *Frontend) queue() (Queue, error) {
-	if q, done, err := f.queueState(); done {
+	b := &f.batch
+	if q, done, err := b.state(); done {
 		return q, err
 	}
-	f.openMu.Lock()
-	defer f.openMu.Unlock()
-	if q, done, err := f.queueState(); done { // another caller opened it meanwhile
+	b.openMu.Lock()
+	defer b.openMu.Unlock()
+	if q, done, err := b.state(); done { // another caller opened it meanwhile
 		return q, err
 	}
 	var q Queue
@@ -129,45 +129,7 @@ func (f *Frontend) queue() (Queue, error) {
 			ResultTTL: f.QueueResultTTL, Logger: f.log()})
 		cancel()
 	}
-	f.qmu.Lock()
-	defer f.qmu.Unlock()
-	if err != nil {
-		f.qerr, f.qerrAt = err, time.Now()
-		return nil, err
-	}
-	if f.closed {
-		_ = q.Close()
-		return nil, errShuttingDown
-	}
-	f.q, f.qerr = q, nil
-	ctx, cancel := context.WithCancel(context.Background())
-	f.stop = cancel
-	for range max(f.QueueWorkers, 0) {
-		f.wg.Add(1)
-		go func() {
-			defer f.wg.Done()
-			f.work(ctx, q)
-		}()
-	}
-	return q, nil
-}
-
-var errShuttingDown = errors.New("the server is shutting down")
-
-// queueState answers queue without opening (done): shutting down, open, or a failure
-// younger than queueRetry.
-func (f *Frontend) queueState() (Queue, bool, error) {
-	f.qmu.Lock()
-	defer f.qmu.Unlock()
-	switch {
-	case f.closed:
-		return nil, true, errShuttingDown
-	case f.q != nil:
-		return f.q, true, nil
-	case f.qerr != nil && time.Since(f.qerrAt) < queueRetry:
-		return nil, true, f.qerr
-	}
-	return nil, false, nil
+	return b.opened(q, err, max(f.QueueWorkers, 0), f.work)
 }
 
 // openInBackground starts, once, the loop that opens the queue: at start, and whenever the
@@ -176,36 +138,23 @@ func (f *Frontend) queueState() (Queue, bool, error) {
 // reached and that readiness stays false) and the moment a failing queue becomes
 // reachable; until then GET /v2/health/ready answers 503 (Ready).
 func (f *Frontend) openInBackground() {
-	f.qmu.Lock()
-	defer f.qmu.Unlock()
-	if f.opening || f.q != nil || f.closed {
-		return
-	}
-	f.opening = true
-	ctx, cancel := context.WithCancel(context.Background())
-	f.openStop = cancel
-	f.openWG.Add(1)
-	go func() {
-		defer f.openWG.Done()
+	f.batch.startOpenLoop(func(ctx context.Context) {
 		failed := false
 		for {
 			_, err := f.queue()
 			if err == nil {
 				f.log().Info("batch queue open", append(f.queueWhere(), f.reconciledAttrs()...)...)
-				break
+				return
 			}
 			if !failed {
 				f.log().Error("batch queue unreachable: /v2/health/ready answers 503 until it is; retrying", append(f.queueWhere(), "err", err)...)
 				failed = true
 			}
 			if !sleepCtx(ctx, queueRetry) {
-				break
+				return
 			}
 		}
-		f.qmu.Lock()
-		f.opening = false
-		f.qmu.Unlock()
-	}()
+	})
 }
 
 // queueWhere are the log attributes saying which queue: the URL, or the directory.
@@ -221,9 +170,8 @@ func (f *Frontend) queueWhere() []any {
 
 // reconciledAttrs are the log attributes of the open queue's reconciliation (reconcile.go).
 func (f *Frontend) reconciledAttrs() []any {
-	f.qmu.Lock()
-	q, _ := f.q.(*JetStreamQueue)
-	f.qmu.Unlock()
+	open, _ := f.batch.current()
+	q, _ := open.(*JetStreamQueue)
 	if q == nil {
 		return nil
 	}

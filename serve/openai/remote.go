@@ -42,7 +42,7 @@ func (f *Frontend) remote(w http.ResponseWriter, r *http.Request, sub *submissio
 		sub.mu.Lock()
 		inst := sub.worker
 		sub.mu.Unlock()
-		if inst == "" || tried[inst] || f.isDown(inst) {
+		if inst == "" || tried[inst] || f.fwd.isDown(inst) {
 			return ""
 		}
 		return inst
@@ -93,12 +93,12 @@ func (f *Frontend) remote(w http.ResponseWriter, r *http.Request, sub *submissio
 			}
 			return
 		}
-		err := f.forward(w, r, inst, path, body)
+		err := f.fwd.forward(w, r, inst, path, body)
 		if err == nil {
 			return
 		}
 		tried[inst] = true
 		failures = append(failures, err.Error())
-		f.engineFailed(inst, err)
+		f.fwd.engineFailed(inst, err)
 	}
 }

@@ -31,7 +31,7 @@ func (f *Frontend) routes() []route {
 		{serve.RouteDoc{Pattern: "POST /v1/queue", Doc: "enqueue a batch request in the durable queue; answers its id"}, f.handleEnqueue},
 		{serve.RouteDoc{Pattern: "GET /v1/queue/{id}", Doc: "a queued request's state and answer"}, f.handleQueueGet},
 		{serve.RouteDoc{Pattern: "GET /v1/engines", Doc: "the --llm-endpoints engines' state (with --llm-endpoints)"}, func(w http.ResponseWriter, _ *http.Request) {
-			writeJSON(w, 200, list[EngineState]{Data: f.engines.All(), Object: "list"})
+			writeJSON(w, 200, list[EngineState]{Data: f.fwd.engines.All(), Object: "list"})
 		}},
 	}
 }
