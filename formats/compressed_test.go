@@ -208,3 +208,32 @@ func TestCompressedBombMemory(t *testing.T) {
 		t.Errorf("fits: %d bytes, %v; %d allocated", len(data), err, got)
 	}
 }
+
+// TestWorkloadSizeCap: a workload document past MaxWorkloadBytes is refused before it is
+// read (a million LLM classes took 3.3 GB to decode), naming the file and the cap; other
+// documents keep MaxFileBytes.
+func TestWorkloadSizeCap(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "huge.yaml")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("apiVersion: plan/v1\nkind: Workload\nllm_classes:\n")
+	line := []byte("  - {name: c, model: m, slo: 1s, rate_rps: 1, input_tokens: {mean: 1}, output_tokens: {mean: 1}}\n")
+	for n := 0; n < MaxWorkloadBytes/len(line)+1; n++ {
+		f.Write(line)
+	}
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err = ReadInto[*Workload](p, nil)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "huge.yaml") || !strings.Contains(err.Error(), "33554432") {
+		t.Fatalf("err %v: want too large, naming the file and the cap", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("%d bytes allocated refusing it: want it refused before reading", got)
+	}
+}

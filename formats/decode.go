@@ -24,6 +24,12 @@ func (t TypeMeta) GetKind() string { return t.Kind }
 // MaxFileBytes bounds what we read, so a wrong path (a disk image, /dev/zero) fails cleanly.
 const MaxFileBytes = 512 << 20
 
+// MaxWorkloadBytes bounds a workload document: decoded, a document takes several times its
+// bytes (a workload of 10^6 LLM classes, about 150 MB, reached 3.3 GB in solve), and 32 MiB
+// holds some 200,000 classes or models, far past any fleet's. A plan that embeds a workload
+// is read under MaxFileBytes.
+const MaxWorkloadBytes = 32 << 20
+
 // ReadFile decodes and validates a file of any known kind. All problems are returned as one
 // ErrorList naming the file by its path as given (so `golden/plan.json` and `plan.json` are
 // told apart); decoding problems wrap ErrDecode, a file that cannot be read wraps the os
@@ -171,7 +177,11 @@ func DecodeInto[T Document](name string, data []byte, secs *SectionSet) (T, erro
 // sections secs as for Decode.
 func ReadInto[T Document](path string, secs *SectionSet) (T, error) {
 	var zero T
-	data, err := ReadBytes(path)
+	limit := int64(MaxFileBytes)
+	if kindOf(zero) == KindWorkload {
+		limit = MaxWorkloadBytes
+	}
+	data, err := ReadText(path, limit)
 	if err != nil {
 		return zero, err
 	}
