@@ -151,7 +151,7 @@ func TestEstimateIteration(t *testing.T) {
 			}
 			b := int(p.AvgBatch)
 			ctx := p.AvgBatch * avgReqTokens / 2
-			got := pwl(it.Decode, b) + it.DecodeUsPerContextToken*ctx
+			got := formats.PWLAt(it.Decode, b) + it.DecodeUsPerContextToken*ctx
 			if r := got / p.DecodeUsPerToken; r < 0.9 || r > 1.1 {
 				t.Errorf("decode iteration at the average batch %d: %.0f µs, profile step %.0f µs", b, got, p.DecodeUsPerToken)
 			}
@@ -162,21 +162,6 @@ func TestEstimateIteration(t *testing.T) {
 			}
 		})
 	}
-}
-
-// pwl evaluates breakpoints at x (linear between, flat below, last segment extended).
-func pwl(p []formats.PWLPoint, x int) float64 {
-	if x <= p[0].Tokens {
-		return p[0].Us
-	}
-	for i := 1; i < len(p); i++ {
-		if x <= p[i].Tokens {
-			a, b := p[i-1], p[i]
-			return a.Us + (b.Us-a.Us)*float64(x-a.Tokens)/float64(b.Tokens-a.Tokens)
-		}
-	}
-	a, b := p[len(p)-2], p[len(p)-1]
-	return b.Us + (b.Us-a.Us)*float64(x-b.Tokens)/float64(b.Tokens-a.Tokens)
 }
 
 // TestMeasuredH100 holds the H100 estimates to what a real H100 measured: bf16 decoders of
@@ -232,7 +217,7 @@ func TestMeasuredH100(t *testing.T) {
 			if r.Tokens < 512 {
 				continue
 			}
-			est := pwl(it.Prefill, r.Tokens) / 1000
+			est := formats.PWLAt(it.Prefill, r.Tokens) / 1000
 			if ratio := est / r.Ms; math.Abs(ratio-1) > 0.15 {
 				t.Errorf("%s prefill %d tokens: estimate %.1f ms, measured %.1f (×%.2f)", ml.Model, r.Tokens, est, r.Ms, ratio)
 			}
@@ -241,7 +226,7 @@ func TestMeasuredH100(t *testing.T) {
 			if r.Context != 512 {
 				continue
 			}
-			est := (pwl(it.Decode, r.Batch) + it.DecodeUsPerContextToken*float64(r.Batch*r.Context)) / 1000
+			est := (formats.PWLAt(it.Decode, r.Batch) + it.DecodeUsPerContextToken*float64(r.Batch*r.Context)) / 1000
 			if ratio := est / r.Ms; math.Abs(ratio-1) > 0.20 {
 				t.Errorf("%s decode batch %d: estimate %.2f ms, measured %.2f (×%.2f)", ml.Model, r.Batch, est, r.Ms, ratio)
 			}
