@@ -34,12 +34,21 @@ func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in pl
 	if err != nil {
 		return nil, err
 	}
+	// The status line names the phase after the planner's: a prediction simulates for
+	// seconds, the headroom search for longer, with no solver to report.
+	status := func(s string) {
+		if settings.Status != nil {
+			settings.Status(s)
+		}
+	}
+	status("predicting: simulating the plan at the workload's rates")
 	first, err := Start(ctx, reg, plan, arrivals)
 	if err != nil {
 		return nil, err
 	}
 	// keep completes the prediction of the plan returned.
 	keep := func(p *formats.Plan, started *sim.Prediction) (*formats.Plan, error) {
+		status("predicting: the rates the plan holds (headroom search)")
 		whole, err := started.Complete(ctx)
 		if err != nil {
 			return nil, err
@@ -54,6 +63,7 @@ func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in pl
 	settings.Progress = nil
 	for _, k := range rateMargins {
 		note(fmt.Sprintf("the plan misses its target at the workload's rates in simulation (%s); solving for %.3g× the rates", worstMiss(pr), k))
+		status(fmt.Sprintf("solving for %.3g× the rates", k))
 		scaled, err := scaleWorkload(in.Workload, k)
 		if err != nil {
 			return nil, err
@@ -69,6 +79,7 @@ func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in pl
 		if err := unscaleEmbedded(p, k, plan.Provenance.Embedded); err != nil {
 			return nil, err
 		}
+		status(fmt.Sprintf("predicting the plan solved for %.3g× the rates", k))
 		started, err := Start(ctx, reg, p, arrivals)
 		if err != nil {
 			return nil, err
