@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -107,16 +106,7 @@ func (res *Result) Plan(in planner.Inputs, po PlanOptions) (*formats.Plan, error
 // groups queues one request group per class (tightest SLO first) on its model's instances
 // in turn, as the QLM planner's initial plan does.
 func groups(q *qlmsec.QLMPlan, w *formats.Workload) {
-	cls := make([]int, len(llmspec.ClassesOf(w)))
-	for i := range cls {
-		cls[i] = i
-	}
-	sort.SliceStable(cls, func(a, b int) bool { return llmspec.ClassesOf(w)[cls[a]].SLO < llmspec.ClassesOf(w)[cls[b]].SLO })
-	next := map[string]int{}
-	for _, ci := range cls {
-		cl := llmspec.ClassesOf(w)[ci]
-		id := "rg-" + cl.Name
-		q.Groups = append(q.Groups, qlmsec.QLMGroup{ID: id, Model: cl.Model, Class: cl.Name, SLO: cl.SLO, Requests: max(1, int(math.Ceil(cl.RateRPS)))})
+	qlmsec.QueueInitialGroups(q, llmspec.ClassesOf(w), func(cl llmspec.LLMClass) []int {
 		var hosts []int
 		for i, in := range q.Instances {
 			// A disaggregated model's requests enter at its prefill instances.
@@ -124,13 +114,8 @@ func groups(q *qlmsec.QLMPlan, w *formats.Workload) {
 				hosts = append(hosts, i)
 			}
 		}
-		if len(hosts) == 0 {
-			continue
-		}
-		h := hosts[next[cl.Model]%len(hosts)]
-		next[cl.Model]++
-		q.Instances[h].Queue = append(q.Instances[h].Queue, id)
-	}
+		return hosts
+	})
 }
 
 // Flags are the engine flags each chosen candidate's instances need (vLLM's names):

@@ -426,17 +426,7 @@ func assignInstances(strategy string, models []string, load map[string]float64, 
 // initialGroups adds one initial group per class to q, in deadline (SLO) order, queued on the
 // instances hosting its model in turn.
 func initialGroups(q *qlmsec.QLMPlan, profs []*formats.Profile, w *formats.Workload, assign []string) {
-	cls := make([]int, len(llmspec.ClassesOf(w)))
-	for i := range cls {
-		cls[i] = i
-	}
-	sort.SliceStable(cls, func(a, b int) bool { return llmspec.ClassesOf(w)[cls[a]].SLO < llmspec.ClassesOf(w)[cls[b]].SLO })
-	next := map[string]int{}
-	for _, ci := range cls {
-		cl := llmspec.ClassesOf(w)[ci]
-		id := "rg-" + cl.Name
-		q.Groups = append(q.Groups, qlmsec.QLMGroup{ID: id, Model: cl.Model, Class: cl.Name, SLO: cl.SLO,
-			Requests: max(1, int(math.Ceil(cl.RateRPS)))})
+	qlmsec.QueueInitialGroups(q, llmspec.ClassesOf(w), func(cl llmspec.LLMClass) []int {
 		var hosts []int
 		for i, m := range assign {
 			if m == cl.Model {
@@ -450,10 +440,8 @@ func initialGroups(q *qlmsec.QLMPlan, profs []*formats.Profile, w *formats.Workl
 				}
 			}
 		}
-		h := hosts[next[cl.Model]%len(hosts)]
-		next[cl.Model]++
-		q.Instances[h].Queue = append(q.Instances[h].Queue, id)
-	}
+		return hosts
+	})
 }
 
 // embedded is what the plan embeds to be re-solved: the cluster, the workload and the LLM
