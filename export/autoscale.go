@@ -375,7 +375,8 @@ type KServeExternalMetric struct {
 	Query         string `json:"query"`
 }
 
-// KServe annotations that select KEDA (dropin §5).
+// KServe annotations that select KEDA: KEDA scales only a Standard (raw) deployment, and
+// the autoscaler class names it (dropin §5).
 const (
 	KServeDeploymentMode  = "serving.kserve.io/deploymentMode"
 	KServeAutoscalerClass = "serving.kserve.io/autoscalerClass"

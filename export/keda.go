@@ -21,7 +21,9 @@ import (
 // every pollingInterval and scaling to zero (minReplicaCount 0) only after cooldownPeriod
 // with the value at or below activationThreshold.
 
-// KEDA's and the HPA's defaults (dropin §5).
+// KEDA's and the HPA's defaults, written out so an export states what a cluster would
+// otherwise assume: KEDA polls every 30 s and scales to zero only after 300 s; the HPA
+// ignores a 10% deviation and waits 300 s before scaling down (dropin §5).
 const (
 	KEDAPollingInterval = 30  // s
 	KEDACooldownPeriod  = 300 // s, N→0 only

@@ -33,7 +33,8 @@ type Setup struct {
 	Params map[string]string
 }
 
-// Setups are BERT and Llama (CascadeServe §6.1).
+// Setups are the paper's two workloads, a BERT cascade under a 400 ms SLO and a Llama
+// cascade, each with its peak QPS, GPU budget and accuracy targets (CascadeServe §6.1).
 var Setups = []Setup{
 	{Name: "bert", Family: pc.BERT, Peak: 7600, MaxGPUs: 8, Latency: 400 * time.Millisecond, Targets: []float64{0.83, 0.84, 0.845}, Ranges: 16},
 	// [ours] Llama's peak: the paper scales an Azure Functions window to 60 QPS; the

@@ -87,8 +87,8 @@ var zooName = map[string][]string{
 	"Colorization": {"colorization-v2", "resnet50"},
 }
 
-// Weights per trace (MAF functions assigned round-robin, PPipe §7.1;
-// the shares are the authors' artifact's).
+// weights are each model's share of a trace's requests: MAF functions are assigned to the
+// models round-robin (PPipe §7.1) and these shares are what the authors' artifact gets.
 var weights = map[string][]float64{
 	"poisson": {0.30, 0.33, 0.37},
 	"bursty":  {0.39, 0.26, 0.35},

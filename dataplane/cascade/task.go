@@ -220,7 +220,9 @@ type Hardware struct {
 	Mem       int64
 }
 
-// Online defaults of a gear plan (CascadeServe §5).
+// Online defaults of a gear plan: the producer measures QPS every 100 ms; a server keeps its
+// slower gear while the measured QPS is under Alpha times its stage-1 backlog, so a backlog
+// drains before accuracy rises; a stage runs at most MaxBatch samples (CascadeServe §5).
 const (
 	DefaultPollMs   = 100
 	DefaultAlpha    = 8

@@ -507,7 +507,8 @@ func (p *Policy) capFor(model string) int {
 	return c
 }
 
-// --- per-instance FCFS / EDF queues (QLM §8 baselines) ---
+// --- per-instance FCFS / EDF queues: the baselines QLM is compared with, one queue per
+// instance served in arrival or deadline order (QLM §8) ---
 
 // plainQueue is one engine waiting queue per instance from the LLM engine's scheduler
 // registry (vLLM's fcfs or priority, as the instance's engine settings say, or EDF);

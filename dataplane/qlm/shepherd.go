@@ -21,7 +21,8 @@ type shepherdQueue struct {
 	dirty   []bool
 }
 
-// shepherdBatch is B_static of QLM §8 (default 32).
+// shepherdBatch is B_static, the largest static batch the SHEPHERD-like baseline forms
+// whose deadlines all hold (QLM §8; the digest's default, 32).
 const shepherdBatch = 32
 
 func (q *shepherdQueue) init(p *Policy) {

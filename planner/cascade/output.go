@@ -12,7 +12,8 @@ import (
 	"github.com/plan-dev/plan/planner"
 )
 
-// Online defaults (CascadeServe §5: 100 ms QPS polls, α = 8).
+// Online defaults a plan's gear section carries: QPS measured every 100 ms, a slower gear
+// held back while QPS < α·backlog with α = 8, batches of at most MaxBatch (CascadeServe §5).
 const (
 	PollMs   = dpc.DefaultPollMs
 	Alpha    = dpc.DefaultAlpha

@@ -45,7 +45,8 @@ func (t *Task) Names(c *Cascade) string {
 	return b.String()
 }
 
-// SearchOptions bound the cascade space (CascadeServe §4.2).
+// SearchOptions bound the cascade space the planner enumerates before Pareto filtering:
+// the longest cascade, the threshold grid per model and its ordering (CascadeServe §4.2).
 type SearchOptions struct {
 	// MaxLen is the longest cascade K: 1..3 over validation records (artifact 3; 0 = 3);
 	// over a candidates table any length (0 = every listed cascade).

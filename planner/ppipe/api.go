@@ -12,7 +12,7 @@ import (
 
 // Strategies accepted by Options.Strategy.
 const (
-	StrategyPPipe = "ppipe"  // pooled pipelines (the MILP of PPipe §3, A.2)
+	StrategyPPipe = "ppipe"  // split models into pipelines over GPU pools (the MILP of PPipe §3, A.2)
 	StrategyNP    = "np"     // no partitioning: whole model per GPU, best SLO-safe batch per type
 	StrategyDARTR = "dart-r" // replicated DART: NP split, then one-high + one-low pipelines
 )
@@ -119,6 +119,9 @@ type Options struct {
 	// the least-cost fleet within each type's available count that serves every model's
 	// rate_rps (cost.go).
 	Objective string
+
+	// hooks are what tests and diagnostics inject into the solve (nil: none).
+	hooks *solveHooks
 }
 
 // Progress is a snapshot of a running solve, in the objective's unit (requests/s, or the
