@@ -20,13 +20,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
-	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // HasClasses reports whether plan p's demand is LLM classes: its embedded workload lists
@@ -54,13 +52,8 @@ func ClassResolve(base *formats.Plan, resolve func(context.Context, *formats.Pla
 		in := *p
 		prov := in.Provenance
 		emb := *e
-		w := *e.Workload
-		w.Sections = maps.Clone(w.Sections) // a copy: its own sections
-		llmspec.SetClasses(&w, slices.Clone(llmspec.ClassesOf(&w)))
-		for i := range llmspec.ClassesOf(&w) {
-			llmspec.ClassesOf(&w)[i].RateRPS *= share
-		}
-		emb.Workload = &w
+		w := e.Workload.WithRates(func(_ string, rps float64) float64 { return rps * share })
+		emb.Workload = w
 		prov.Embedded = &emb
 		in.Provenance = prov
 		return resolve(ctx, &in)
@@ -93,22 +86,13 @@ func NewClassRateSolver(base *formats.Plan, apps []string, resolve func(context.
 	return &RateSolver{l: &Ladder{Resolve: resolve, Deploy: deploy, base: base, apps: apps}, cache: map[string]rung{}}, nil
 }
 
-// setRates sets the rate_rps of w's models and LLM classes named by apps to rates (in
-// apps' order), on copies of w's slices.
+// setRates sets the rate_rps of w's applications named by apps to rates (in apps' order),
+// through each section's own RateTargeter, so every system's demand moves the same way.
 func setRates(w *formats.Workload, apps []string, rates []float64) {
-	ms := slices.Clone(ppipesec.ModelsOf(w))
-	for i := range ms {
-		if k := slices.Index(apps, ms[i].Name); k >= 0 {
-			ms[i].RateRPS = rates[k]
+	*w = *w.WithRates(func(name string, rps float64) float64 {
+		if k := slices.Index(apps, name); k >= 0 {
+			return rates[k]
 		}
-	}
-	cs := slices.Clone(llmspec.ClassesOf(w))
-	for i := range cs {
-		if k := slices.Index(apps, cs[i].Name); k >= 0 {
-			cs[i].RateRPS = rates[k]
-		}
-	}
-	w.Sections = maps.Clone(w.Sections) // w is a copy: its sections are its own
-	ppipesec.SetModels(w, ms)
-	llmspec.SetClasses(w, cs)
+		return rps
+	})
 }

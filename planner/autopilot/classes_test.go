@@ -171,3 +171,40 @@ func TestClassRateSolver(t *testing.T) {
 		})
 	}
 }
+
+// TestSetRatesEverySystem: the rate solver moves the demand of every system's workload,
+// through each section's RateTargeter, and leaves the applications it does not name and
+// the original workload as they were.
+func TestSetRatesEverySystem(t *testing.T) {
+	for _, file := range []string{
+		"ppipe/workload.yaml", "pard/workload.json", "cascade/workload.yaml",
+		"dyorc/workload.json", "llmdeploy/workload.yaml",
+	} {
+		t.Run(file, func(t *testing.T) {
+			w, err := formats.ReadInto[*formats.Workload](filepath.Join("..", "..", "testdata", file), intree.Sections())
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := w.RateTargets()
+			if len(before) == 0 {
+				t.Fatalf("%s: no rate targets", file)
+			}
+			first := before[0].Name
+			c := *w
+			setRates(&c, []string{first}, []float64{before[0].RateRPS*2 + 1})
+			after := c.RateTargets()
+			for i, rt := range after {
+				want := before[i].RateRPS
+				if rt.Name == first {
+					want = before[i].RateRPS*2 + 1
+				}
+				if rt.RateRPS != want {
+					t.Errorf("%s: rate %g, want %g", rt.Name, rt.RateRPS, want)
+				}
+			}
+			if got := w.RateTargets(); got[0].RateRPS != before[0].RateRPS {
+				t.Errorf("the original workload changed: %s at %g, was %g", first, got[0].RateRPS, before[0].RateRPS)
+			}
+		})
+	}
+}
