@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"time"
 
@@ -109,26 +108,16 @@ func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 	if pardsec.PlanOf(ref) == nil {
 		return []planner.Check{{Line: "reference is not a PARD plan"}}
 	}
-	by := map[string]pardsec.PARDApp{}
-	for _, a := range pardsec.PlanOf(got).Apps {
-		by[a.Name] = a
-	}
-	refs := append([]pardsec.PARDApp(nil), pardsec.PlanOf(ref).Apps...)
-	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
-	var out []planner.Check
-	for _, r := range refs {
-		g, ok := by[r.Name]
-		if !ok {
-			out = append(out, planner.Check{Line: fmt.Sprintf("app %s: missing from the plan", r.Name), Name: "missing", Subject: r.Name})
-			continue
+	name := func(a *pardsec.PARDApp) string { return a.Name }
+	return planner.CompareByName("app", pardsec.PlanOf(got).Apps, pardsec.PlanOf(ref).Apps, name, func(g, r *pardsec.PARDApp) []planner.Check {
+		gg, rg := pard.GPUs(*g), pard.GPUs(*r)
+		return []planner.Check{
+			planner.AtMost("gpus", r.Name, float64(gg), float64(rg), tol, 0,
+				fmt.Sprintf("app %s: %d GPUs vs %d (tolerance %.2f%%)", r.Name, gg, rg, tol*100)),
+			planner.AtLeast("rate_rps", r.Name, g.RateRPS, r.RateRPS, tol,
+				fmt.Sprintf("app %s: provisioned for %.2f req/s vs %.2f (tolerance %.2f%%)", r.Name, g.RateRPS, r.RateRPS, tol*100)),
 		}
-		gg, rg := pard.GPUs(g), pard.GPUs(r)
-		out = append(out, planner.AtMost("gpus", r.Name, float64(gg), float64(rg), tol, 0,
-			fmt.Sprintf("app %s: %d GPUs vs %d (tolerance %.2f%%)", r.Name, gg, rg, tol*100)))
-		out = append(out, planner.AtLeast("rate_rps", r.Name, g.RateRPS, r.RateRPS, tol,
-			fmt.Sprintf("app %s: provisioned for %.2f req/s vs %.2f (tolerance %.2f%%)", r.Name, g.RateRPS, r.RateRPS, tol*100)))
-	}
-	return out
+	})
 }
 
 // Resolve implements planner.Checker.

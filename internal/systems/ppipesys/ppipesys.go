@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"time"
 
@@ -178,26 +177,15 @@ func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 	if ppipesec.PlanOf(ref) == nil {
 		return []planner.Check{{Line: "reference is not a PPipe plan"}}
 	}
-	gotBy := map[string]ppipesec.PPipeModelPlan{}
-	for _, m := range ppipesec.PlanOf(got).Models {
-		gotBy[m.Model] = m
-	}
-	refs := append([]ppipesec.PPipeModelPlan(nil), ppipesec.PlanOf(ref).Models...)
-	sort.Slice(refs, func(i, j int) bool { return refs[i].Model < refs[j].Model })
-	for _, r := range refs {
-		g, ok := gotBy[r.Model]
-		if !ok {
-			out = append(out, planner.Check{Line: fmt.Sprintf("model %s: missing from the plan", r.Model), Name: "missing", Subject: r.Model})
-			continue
-		}
+	name := func(m *ppipesec.PPipeModelPlan) string { return m.Model }
+	out = planner.CompareByName("model", ppipesec.PlanOf(got).Models, ppipesec.PlanOf(ref).Models, name, func(g, r *ppipesec.PPipeModelPlan) []planner.Check {
 		if ref.Fleet != nil {
 			// A cost plan guarantees each model's rate (target_rps); throughput above it is
 			// incidental, and its cost is compared by plan check itself.
-			out = append(out, within("target_rps", r.Model, fmt.Sprintf("model %s: throughput vs the rate served", r.Model), g.ThroughputRPS, r.TargetRPS, "rps", 0))
-			continue
+			return []planner.Check{within("target_rps", r.Model, fmt.Sprintf("model %s: throughput vs the rate served", r.Model), g.ThroughputRPS, r.TargetRPS, "rps", 0)}
 		}
-		out = append(out, within("throughput_rps", r.Model, fmt.Sprintf("model %s: throughput", r.Model), g.ThroughputRPS, r.ThroughputRPS, "rps", tol))
-	}
+		return []planner.Check{within("throughput_rps", r.Model, fmt.Sprintf("model %s: throughput", r.Model), g.ThroughputRPS, r.ThroughputRPS, "rps", tol)}
+	})
 	if len(ppipesec.PlanOf(ref).Models) > 1 && ref.Fleet == nil {
 		out = append(out, within("worst_weighted_throughput_rps", "", "worst weighted throughput (max-min objective)", maxMin(ppipesec.PlanOf(got)), maxMin(ppipesec.PlanOf(ref)), "rps", tol))
 	}
