@@ -237,6 +237,26 @@ func iovBuf(mem api.Memory, iov, i uint32) ([]byte, bool) {
 	return buf, ok1 && ok2 && ok3
 }
 
+// iovTransfer moves data through the iovcnt buffers of the iovec array at iov, in order, as
+// fd_read and fd_write do: move takes each buffer and returns the bytes it moved, a short
+// move (end of file) ends the transfer, and the total goes to pnum. A buffer outside memory
+// is EINVAL.
+func iovTransfer(mem api.Memory, iov, iovcnt, pnum uint32, move func(buf []byte) int) uint64 {
+	var total uint32
+	for i := range iovcnt {
+		buf, ok := iovBuf(mem, iov, i)
+		if !ok {
+			return errnoInval
+		}
+		k := move(buf)
+		total += uint32(k)
+		if k < len(buf) {
+			break
+		}
+	}
+	return okErrno(mem.WriteUint32Le(pnum, total))
+}
+
 func hostFdWrite(ctx context.Context, m api.Module, s []uint64) {
 	checkCanceled(ctx)
 	fd, iov, iovcnt, pnum := uint32(s[0]), uint32(s[1]), uint32(s[2]), uint32(s[3])
@@ -244,21 +264,13 @@ func hostFdWrite(ctx context.Context, m api.Module, s []uint64) {
 		s[0] = errnoBadf
 		return
 	}
-	mem := m.Memory()
 	st := stateFrom(ctx)
-	var total uint32
-	for i := range iovcnt {
-		buf, ok := iovBuf(mem, iov, i)
-		if !ok {
-			s[0] = errnoInval
-			return
-		}
+	s[0] = iovTransfer(m.Memory(), iov, iovcnt, pnum, func(buf []byte) int {
 		if st != nil {
 			st.write(buf)
 		}
-		total += uint32(len(buf))
-	}
-	s[0] = okErrno(mem.WriteUint32Le(pnum, total))
+		return len(buf)
+	})
 }
 
 func (st *hostState) write(p []byte) {
@@ -288,20 +300,7 @@ func hostFdRead(ctx context.Context, m api.Module, s []uint64) {
 		s[0] = errnoBadf
 		return
 	}
-	var total uint32
-	for i := range iovcnt {
-		buf, ok := iovBuf(mem, iov, i)
-		if !ok {
-			s[0] = errnoInval
-			return
-		}
-		k := fs.read(fd, buf)
-		total += uint32(k)
-		if k < len(buf) {
-			break
-		}
-	}
-	s[0] = okErrno(mem.WriteUint32Le(pnum, total))
+	s[0] = iovTransfer(mem, iov, iovcnt, pnum, func(buf []byte) int { return fs.read(fd, buf) })
 }
 
 func hostFdSeek(ctx context.Context, m api.Module, s []uint64) {
