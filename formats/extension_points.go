@@ -126,6 +126,32 @@ func (c *Cluster) GPUIndexTypes() []string {
 	return out
 }
 
+// CountGPUs is a GPUCounter of section s: count adds to used the GPUs per type of p's
+// section, nil when p has none.
+func CountGPUs[T any](s SectionOf[T], p *Plan, count func(v *T, used map[string]int)) map[string]int {
+	v := s.OfPlan(p)
+	if v == nil {
+		return nil
+	}
+	used := map[string]int{}
+	count(v, used)
+	return used
+}
+
+// CountGPUIndices counts the GPUs at the cluster's indices in used (GPUIndexTypes) per type,
+// for the GPUCounter of a plan section that places on GPU indices; an index outside the
+// cluster counts nowhere (validation reports it).
+func (c *Cluster) CountGPUIndices(used map[int]bool) map[string]int {
+	types := c.GPUIndexTypes()
+	out := map[string]int{}
+	for g := range used {
+		if g >= 0 && g < len(types) {
+			out[types[g]]++
+		}
+	}
+	return out
+}
+
 // RatedList is the list-shaped workload section's half of RateTargeter: the targets of items
 // and a copy of them with new rates, where rated gives an item's name and its rate field
 // (a pointer into the item). Range marks every target as RateTarget.Range.

@@ -33,12 +33,5 @@ func (planSection) GPUsUsed(p *formats.Plan) map[string]int {
 			seen[g] = true
 		}
 	}
-	types := p.Cluster.GPUIndexTypes()
-	used := map[string]int{}
-	for g := range seen {
-		if g >= 0 && g < len(types) {
-			used[types[g]]++
-		}
-	}
-	return used
+	return p.Cluster.CountGPUIndices(seen)
 }

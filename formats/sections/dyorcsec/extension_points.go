@@ -43,16 +43,17 @@ func (planSection) GPUsUsed(p *formats.Plan) map[string]int {
 	if d == nil {
 		return nil
 	}
-	used := map[string]int{}
 	if len(d.Placement) > 0 {
-		types := p.Cluster.GPUIndexTypes()
+		// The placement lists each GPU once (validation).
+		held := map[int]bool{}
 		for _, g := range d.Placement {
-			if g.GPU >= 0 && g.GPU < len(types) && len(g.Services) > 0 {
-				used[types[g.GPU]]++
+			if len(g.Services) > 0 {
+				held[g.GPU] = true
 			}
 		}
-		return used
+		return p.Cluster.CountGPUIndices(held)
 	}
+	used := map[string]int{}
 	for _, s := range d.Deployments {
 		used[s.GPU] += s.Replicas
 	}

@@ -20,16 +20,12 @@ func (workloadSection) WithRates(w *formats.Workload, rate func(string, float64)
 
 // GPUsUsed counts the workers of every app's modules per GPU type, one GPU each (PARD §4
 // provisions a module as workers on one GPU type; formats.GPUCounter).
-func (planSection) GPUsUsed(p *formats.Plan) map[string]int {
-	pd := PlanOf(p)
-	if pd == nil {
-		return nil
-	}
-	used := map[string]int{}
-	for _, a := range pd.Apps {
-		for _, m := range a.Modules {
-			used[m.GPU] += m.Workers
+func (s planSection) GPUsUsed(p *formats.Plan) map[string]int {
+	return formats.CountGPUs(s.SectionOf, p, func(pd *PARDPlan, used map[string]int) {
+		for _, a := range pd.Apps {
+			for _, m := range a.Modules {
+				used[m.GPU] += m.Workers
+			}
 		}
-	}
-	return used
+	})
 }
