@@ -1,5 +1,6 @@
-// Package layering tests DESIGN.md's dependency rule with the go tool itself, over every
-// package of the module. The map, from the top:
+// Package layering tests the module's dependency rule with the go tool itself, over every
+// package of the module; README.md carries the map, written from this file's tables
+// (TestMapDocumented). The map, from the top:
 //
 //	cmd → run (each command's work) → (the system registry) → bench → {planner, sim, serve, export} →
 //	{dataplane, solver, profiler} → formats
