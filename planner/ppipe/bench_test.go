@@ -55,7 +55,7 @@ func BenchmarkSolve(b *testing.B) {
 			var pl *formats.Plan
 			for b.Loop() {
 				var err error
-				pl, err = Solve(context.Background(), in, Options{Alpha: DefaultAlpha, MaxPartitions: c.P, TimeLimit: 120e9, Gap: 0.001})
+				pl, err = Solve(context.Background(), in, withDiagnostics(Options{Alpha: DefaultAlpha, MaxPartitions: c.P, TimeLimit: 120e9, Gap: 0.001}))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -85,7 +85,7 @@ func BenchmarkSolveAblation(b *testing.B) {
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			in := c.inputs()
-			o := v.opts
+			o := withDiagnostics(v.opts)
 			o.MaxPartitions, o.TimeLimit, o.Gap = c.P, 120e9, 0.001
 			var pl *formats.Plan
 			for b.Loop() {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -58,7 +57,7 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 	if len(probs) > 0 {
 		return nil, &InputError{Problems: probs}
 	}
-	ps := &session{p: pp, ctx: ctx, began: began, deadline: began.Add(opts.TimeLimit)}
+	ps := newSession(ctx, pp, began)
 	np, err := ps.spaces(spaceConfig{P: 1, wholeOnly: true})
 	if err != nil && !errors.Is(err, planner.ErrInfeasible) {
 		return nil, err
@@ -96,7 +95,7 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 	if err != nil {
 		return nil, err
 	}
-	s := &session{p: p, ctx: ctx, began: began, deadline: began.Add(opts.TimeLimit)}
+	s := newSession(ctx, p, began)
 	cfg := spaceConfig{P: opts.MaxPartitions, replicas: opts.Replicas, perLength: opts.ReplicasPerLength}
 	if opts.Strategy == StrategyNP {
 		// The NP baseline: whole models on whole GPUs, one type per pipeline (PPipe §7.1).
@@ -109,12 +108,13 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 	if err != nil {
 		return nil, err
 	}
-	a, res, bound, err := s.costDecomposed(spaces, cfg)
+	r, err := s.costDecomposed(spaces, cfg)
 	if err != nil {
 		return nil, err
 	}
+	a, bound := r.best, r.bound
 	if a == nil {
-		if res != nil && res.Status == solver.StatusInfeasible {
+		if r.last != nil && r.last.Status == solver.StatusInfeasible {
 			return nil, shortError(ctx, in, opts)
 		}
 		return nil, fmt.Errorf("cost: %w (time limit %s)", planner.ErrNoSolution, opts.TimeLimit)
@@ -246,13 +246,12 @@ func maxScale(ctx context.Context, in Inputs, opts Options) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	began := time.Now()
-	s := &session{p: p, ctx: ctx, began: began, deadline: began.Add(opts.TimeLimit)}
-	var pipes []pipe
+	s := newSession(ctx, p, time.Now())
+	var sol solved
 	if opts.Strategy == StrategyNP {
-		pipes, _, err = s.np(false)
+		sol, err = s.np()
 	} else {
-		pipes, _, err = s.ppipe()
+		sol, err = s.ppipe()
 	}
 	if errors.Is(err, planner.ErrInfeasible) || errors.Is(err, planner.ErrNoSolution) {
 		return 0, nil
@@ -260,7 +259,7 @@ func maxScale(ctx context.Context, in Inputs, opts Options) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	thr := modelThroughput(pipes, len(p.models))
+	thr := modelThroughput(sol.pipes, len(p.models))
 	z := math.Inf(1)
 	for mi, md := range p.models {
 		z = math.Min(z, thr[mi]/md.rate)
@@ -334,9 +333,9 @@ func (p *problem) cost(pipes []pipe, price []float64) float64 {
 // relaxation gives a global lower bound and the templates and batches worth keeping; the
 // MILP restricted to them, started from costStart, usually closes the gap; otherwise, on a
 // large model (cutoffMinIntegers) with a plan in hand, the cut-off phase (costCutoff), else
-// the full MILP with the time left, started from the best plan. It returns the best
-// assignment (nil if none), the last solver result and the lower bound.
-func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment, *solver.Result, float64, error) {
+// the full MILP with the time left, started from the best plan. Every phase ends by deadline
+// (the session's, or costDecomposed's share of it for one model).
+func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig, deadline time.Time) (costResult, error) {
 	full := s.p.build(spaces, cfg)
 	// costStart serves each model on its own cheapest type, so together the models may
 	// need more GPUs of a type than it has (its available count): such a start still guides
@@ -352,19 +351,19 @@ func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment,
 	lcfg := cfg
 	lcfg.relax = true
 	lp := s.p.build(spaces, lcfg)
-	lres, err := s.solve("cost lp", lp, nil, time.Until(s.deadline)/3)
+	lres, err := s.solve(lp, solveCall{phase: "cost lp", deadline: deadline, limit: time.Until(deadline) / 3})
 	if err != nil {
-		return nil, nil, 0, err
+		return costResult{}, err
 	}
 	if lres.Status == solver.StatusInfeasible {
-		return nil, lres, 0, nil
+		return costResult{last: lres}, nil
 	}
 	if lres.Status == solver.StatusOptimal {
 		bound = lres.Objective
 		r, rb, rstart := s.p.guidedRestriction(spaces, lp, lres, start, cfg)
-		rres, err := s.solve("cost restricted", rb, rstart, time.Until(s.deadline)/2)
+		rres, err := s.solve(rb, solveCall{phase: "cost restricted", start: rstart, deadline: deadline, limit: time.Until(deadline) / 2})
 		if err != nil {
-			return nil, nil, 0, err
+			return costResult{}, err
 		}
 		if rres.HasSolution {
 			a := r.lift(rb.decode(rres.Values), spaces)
@@ -373,11 +372,11 @@ func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment,
 			}
 		}
 		if best != nil && bestObj-bound <= s.p.opts.Gap*bestObj {
-			return best, rres, bound, nil
+			return costResult{best: best, last: rres, bound: bound}, nil
 		}
 	}
 	if best != nil && lres.Status == solver.StatusOptimal && full.m.NumIntegers() >= cutoffMinIntegers {
-		return s.costCutoff(full, lres, best, bestObj, bound)
+		return s.costCutoff(full, incumbent{best: best, obj: bestObj, bound: bound}, cutoffOpts{lp: lres, race: proofRace(), deadline: deadline})
 	}
 	var fstart []float64
 	if best != nil {
@@ -385,9 +384,9 @@ func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment,
 	} else if start != nil {
 		fstart = full.start(start)
 	}
-	res, err := s.solve("cost", full, fstart, 0)
+	res, err := s.solve(full, solveCall{phase: "cost", start: fstart, deadline: deadline})
 	if err != nil {
-		return nil, nil, 0, err
+		return costResult{}, err
 	}
 	if res.HasSolution {
 		a := full.decode(res.Values)
@@ -400,7 +399,16 @@ func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment,
 	} else if !math.IsInf(res.Bound, 0) && !math.IsNaN(res.Bound) {
 		bound = math.Max(bound, res.Bound)
 	}
-	return best, res, bound, nil
+	return costResult{best: best, last: res, bound: bound}, nil
+}
+
+// costResult is what a phase of the cost search returns: the best fleet's assignment (nil:
+// none), the last solver result (by which solveCost tells rates the available GPUs cannot
+// serve from a time-out; nil when the phase ran none), and the lower bound on the cost.
+type costResult struct {
+	best  assignment
+	last  *solver.Result
+	bound float64
 }
 
 // costDecomposed splits the cost MILP by model: a physical GPU only ever hosts one
@@ -409,23 +417,20 @@ func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment,
 // couple the models. Each model is solved alone (costSearch, an equal share of the time
 // left); when their union fits every type's count it is optimal to within the sum of their
 // gaps, with the sum of their bounds as bound. Otherwise the joint MILP is solved.
-func (s *session) costDecomposed(spaces []*modelSpace, cfg spaceConfig) (assignment, *solver.Result, float64, error) {
+func (s *session) costDecomposed(spaces []*modelSpace, cfg spaceConfig) (costResult, error) {
 	if len(spaces) == 1 {
-		return s.costSearch(spaces, cfg)
+		return s.costSearch(spaces, cfg, s.deadline)
 	}
-	deadline := s.deadline
 	a := make(assignment, len(spaces))
 	bounds, objs := make([]float64, len(spaces)), make([]float64, len(spaces))
 	for mi := range spaces {
-		share := time.Until(deadline) / time.Duration(len(spaces)-mi)
-		s.deadline = time.Now().Add(share)
-		am, res, b, err := s.costSearch(spaces[mi:mi+1], cfg)
-		s.deadline = deadline
-		if err != nil || am == nil {
-			return nil, res, 0, err
+		share := time.Until(s.deadline) / time.Duration(len(spaces)-mi)
+		r, err := s.costSearch(spaces[mi:mi+1], cfg, time.Now().Add(share))
+		if err != nil || r.best == nil {
+			return costResult{last: r.last}, err
 		}
-		a[mi], bounds[mi] = am[0], b
-		objs[mi] = s.p.cost(s.p.pipes(spaces[mi:mi+1], am, 1), cfg.cost)
+		a[mi], bounds[mi] = r.best[0], r.bound
+		objs[mi] = s.p.cost(s.p.pipes(spaces[mi:mi+1], r.best, 1), cfg.cost)
 	}
 	// A second pass gives the time the first left to the models whose gap is still open,
 	// each MILP started from its plan so far.
@@ -437,17 +442,16 @@ func (s *session) costDecomposed(spaces []*modelSpace, cfg spaceConfig) (assignm
 		}
 	}
 	for i, mi := range open {
-		left := time.Until(deadline)
+		left := time.Until(s.deadline)
 		if left < time.Second {
 			break
 		}
-		s.deadline = time.Now().Add(left / time.Duration(len(open)-i))
+		share := time.Now().Add(left / time.Duration(len(open)-i))
 		sub := spaces[mi : mi+1]
 		full := s.p.build(sub, cfg)
-		res, err := s.solve("cost", full, full.start(assignment{a[mi]}), 0)
-		s.deadline = deadline
+		res, err := s.solve(full, solveCall{phase: "cost", start: full.start(assignment{a[mi]}), deadline: share})
 		if err != nil {
-			return nil, nil, 0, err
+			return costResult{}, err
 		}
 		if res.HasSolution {
 			am := full.decode(res.Values)
@@ -466,9 +470,9 @@ func (s *session) costDecomposed(spaces []*modelSpace, cfg spaceConfig) (assignm
 		bound += b
 	}
 	if s.p.fits(spaces, a, cfg) {
-		return a, nil, bound, nil
+		return costResult{best: a, bound: bound}, nil
 	}
-	return s.costSearch(spaces, cfg)
+	return s.costSearch(spaces, cfg, s.deadline)
 }
 
 // fits reports whether an assignment's physical GPUs fit every type's count.
@@ -491,36 +495,32 @@ func (p *problem) fits(spaces []*modelSpace, a assignment, cfg spaceConfig) bool
 // (3.69 after 18 s there); with the cut-off, every node whose bound is above t is
 // infeasible, and infeasible, which that model reaches in 1.4 s, proves the plan within the
 // gap. The price: a fleet cheaper by less than the gap is no longer looked for.
-func (s *session) costCutoff(full *built, lp *solver.Result, best assignment, bestObj, bound float64) (assignment, *solver.Result, float64, error) {
-	t := bestObj * (1 - s.p.opts.Gap)
-	if lp != nil {
-		fixByReducedCost(full.m, lp, t)
+func (s *session) costCutoff(full *built, inc incumbent, o cutoffOpts) (costResult, error) {
+	t := inc.obj * (1 - s.p.opts.Gap)
+	if o.lp != nil {
+		fixByReducedCost(full.m, o.lp, t)
 	}
 	var obj []solver.Term
 	for _, n := range full.nk {
 		obj = append(obj, solver.Term{Var: n.h, Coef: full.m.VarObj(n.h)})
 	}
 	full.m.AddRow("cutoff", -solver.Inf, t, obj...)
-	if runtime.GOMAXPROCS(0) >= 2 {
-		s.race = min(runtime.GOMAXPROCS(0), 2)
-	}
-	s.proof, s.objBound = true, &t
-	res, err := s.solve("cost cutoff", full, nil, 0)
-	s.race, s.proof, s.objBound = 0, false, nil
+	res, err := s.solve(full, solveCall{phase: "cost cutoff", deadline: o.deadline, race: o.race, proof: true, cutoff: &t})
 	if err != nil {
-		return nil, nil, 0, err
+		return costResult{}, err
 	}
+	best, bound := inc.best, inc.bound
 	switch {
 	case res.Status == solver.StatusInfeasible:
-		return best, res, math.Max(bound, t), nil
+		return costResult{best: best, last: res, bound: math.Max(bound, t)}, nil
 	case res.HasSolution:
 		a := full.decode(res.Values)
-		if c := s.p.cost(s.p.pipes(full.spaces, a, 1), full.cfg.cost); c < bestObj {
+		if c := s.p.cost(s.p.pipes(full.spaces, a, 1), full.cfg.cost); c < inc.obj {
 			best = a
 		}
-		return best, res, math.Max(bound, math.Min(t, res.Bound)), nil
+		return costResult{best: best, last: res, bound: math.Max(bound, math.Min(t, res.Bound))}, nil
 	case !math.IsInf(res.Bound, 0) && !math.IsNaN(res.Bound):
 		bound = math.Max(bound, math.Min(t, res.Bound))
 	}
-	return best, res, bound, nil
+	return costResult{best: best, last: res, bound: bound}, nil
 }

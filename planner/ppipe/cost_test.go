@@ -58,7 +58,7 @@ func TestSolveCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	price := []float64{formats.DefaultPrices["L4"], formats.DefaultPrices["T4"]}
-	s := &session{p: p, ctx: context.Background(), began: time.Now(), deadline: time.Now().Add(time.Minute)}
+	s := testSession(p)
 	spaces, err := s.spaces(spaceConfig{P: 2, cost: price})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestSolveCost(t *testing.T) {
 func BenchmarkSolveCost(b *testing.B) {
 	gpus := []gpuSpec{specL4, specT4, specP4}
 	in := costInputs(gpus, 3, 2, 300, nil)
-	opts := Options{Alpha: DefaultAlpha, MaxPartitions: 3, TimeLimit: 60 * time.Second, Gap: 0.01, Objective: planner.ObjectiveCost}
+	opts := withDiagnostics(Options{Alpha: DefaultAlpha, MaxPartitions: 3, TimeLimit: 60 * time.Second, Gap: 0.01, Objective: planner.ObjectiveCost})
 	var pl *formats.Plan
 	for b.Loop() {
 		var err error

@@ -1,7 +1,6 @@
 package ppipe
 
 import (
-	"context"
 	"math"
 	"testing"
 	"time"
@@ -31,12 +30,12 @@ func TestCostCutoff(t *testing.T) {
 			gpus := []gpuSpec{specL4, specT4}
 			in := costInputs(gpus, c.models, c.seed, c.rate, nil)
 			in.Cluster = sized(in.Cluster, func(formats.GPUPool) int { return 40 })
-			opts := Options{Alpha: DefaultAlpha, MaxPartitions: 2, Gap: 0.01, Objective: planner.ObjectiveCost, Deterministic: true, TimeLimit: time.Minute}.withDefaults()
+			opts := withDiagnostics(Options{Alpha: DefaultAlpha, MaxPartitions: 2, Gap: 0.01, Objective: planner.ObjectiveCost, Deterministic: true, TimeLimit: time.Minute}).withDefaults()
 			p, err := prepare(in, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := &session{p: p, ctx: context.Background(), began: time.Now(), deadline: time.Now().Add(time.Minute)}
+			s := testSession(p)
 			cfg := spaceConfig{P: 2, cost: []float64{formats.DefaultPrices["L4"], formats.DefaultPrices["T4"]}}
 			spaces, err := s.spaces(cfg)
 			if err != nil {
@@ -44,13 +43,12 @@ func TestCostCutoff(t *testing.T) {
 			}
 			lcfg := cfg
 			lcfg.relax = true
-			lp, err := s.run("lp", p.build(spaces, lcfg), nil, 0)
+			lp, err := s.run(p.build(spaces, lcfg), solveCall{phase: "lp"})
 			skipWithoutSolver(t, err)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.opts.Gap = 1e-9
-			optRes, err := s.run("full", p.build(spaces, cfg), nil, 0)
+			optRes, err := s.run(p.build(spaces, cfg), solveCall{phase: "full", gap: 1e-9})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +57,7 @@ func TestCostCutoff(t *testing.T) {
 			full := p.build(spaces, cfg)
 			n := fixByReducedCost(full.m, lp, opt*(1+1e-6))
 			fixed += n
-			res, err := s.run("fixed", full, nil, 0)
+			res, err := s.run(full, solveCall{phase: "fixed", gap: 1e-9})
 			if err != nil {
 				t.Fatalf("after fixing %d columns: %v", n, err)
 			}
@@ -71,16 +69,16 @@ func TestCostCutoff(t *testing.T) {
 				t.Errorf("a cut-off below the LP bound %.6g fixed %d columns", lp.Objective, n)
 			}
 
-			p.opts.Gap = 0.01
 			start := costStart(p, spaces, cfg.cost)
 			if start == nil {
 				t.Fatal("no whole-GPU start")
 			}
 			startObj := p.cost(p.pipes(spaces, start, 1), cfg.cost)
-			best, _, bound, err := s.costCutoff(p.build(spaces, cfg), lp, start, startObj, lp.Objective)
+			r, err := s.costCutoff(p.build(spaces, cfg), incumbent{best: start, obj: startObj, bound: lp.Objective}, cutoffOpts{lp: lp, race: proofRace()})
 			if err != nil {
 				t.Fatal(err)
 			}
+			best, bound := r.best, r.bound
 			obj := p.cost(p.pipes(spaces, best, 1), cfg.cost)
 			if obj < opt*(1-1e-6) || bound > opt*(1+1e-6) {
 				t.Errorf("cost %.9g and bound %.9g do not bracket the optimum %.9g (start %.9g)", obj, bound, opt, startObj)

@@ -1,7 +1,6 @@
 package ppipe
 
 import (
-	"context"
 	"errors"
 	"math"
 	"testing"
@@ -39,17 +38,17 @@ func newCutoffFixture(t *testing.T, models, P int, seed uint64, counts []int) cu
 	t.Helper()
 	gp := []gpuSpec{specL4, specP4}
 	in := Inputs{Profiles: []*formats.Profile{genProfile(seed, models, 4, gp, 4)}, Cluster: genCluster(gp, counts, 30)}
-	p, err := prepare(in, Options{Alpha: DefaultAlpha, MaxPartitions: P, Deterministic: true, TimeLimit: time.Minute}.withDefaults())
+	p, err := prepare(in, withDiagnostics(Options{Alpha: DefaultAlpha, MaxPartitions: P, Deterministic: true, TimeLimit: time.Minute}).withDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := cutoffFixture{s: &session{p: p, ctx: context.Background(), began: time.Now(), deadline: time.Now().Add(time.Minute)}, cfg: spaceConfig{P: P}}
+	f := cutoffFixture{s: testSession(p), cfg: spaceConfig{P: P}}
 	if f.spaces, err = f.s.spaces(f.cfg); err != nil {
 		t.Fatal(err)
 	}
 	lcfg := f.cfg
 	lcfg.relax = true
-	f.lp, err = f.s.run("lp", p.build(f.spaces, lcfg), nil, 0)
+	f.lp, err = f.s.run(p.build(f.spaces, lcfg), solveCall{phase: "lp"})
 	skipWithoutSolver(t, err)
 	if err != nil {
 		t.Fatal(err)
@@ -57,10 +56,7 @@ func newCutoffFixture(t *testing.T, models, P int, seed uint64, counts []int) cu
 	if len(f.lp.ReducedCosts) != len(f.lp.Values) {
 		t.Fatalf("LP: %d reduced costs for %d columns", len(f.lp.ReducedCosts), len(f.lp.Values))
 	}
-	gap := p.opts.Gap
-	p.opts.Gap = 1e-9
-	opt, err := f.s.run("full", p.build(f.spaces, f.cfg), nil, 0)
-	p.opts.Gap = gap
+	opt, err := f.s.run(p.build(f.spaces, f.cfg), solveCall{phase: "full", gap: 1e-9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +76,7 @@ func TestFixByReducedCost(t *testing.T) {
 			n := fixByReducedCost(full.m, f.lp, f.opt*(1-1e-6))
 			fixed += n
 			t.Logf("%d of %d columns fixed", n, full.m.NumVars())
-			f.s.p.opts.Gap = 1e-9
-			res, err := f.s.run("fixed", full, nil, 0)
+			res, err := f.s.run(full, solveCall{phase: "fixed", gap: 1e-9})
 			if err != nil {
 				t.Fatalf("after fixing %d columns: %v", n, err)
 			}
@@ -106,21 +101,22 @@ func TestCutoffPhase(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := newCutoffFixture(t, c.models, c.P, c.seed, c.counts)
 			gap := f.s.p.opts.Gap
-			np, _, err := f.s.np(false)
+			np, err := f.s.np()
 			if errors.Is(err, planner.ErrInfeasible) {
 				t.Skip("NP cannot serve every model")
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			start := f.s.p.build(f.spaces, f.cfg).assignFrom(np)
+			start := f.s.p.build(f.spaces, f.cfg).assignFrom(np.pipes)
 			startObj := f.s.p.objective(f.s.p.pipes(f.spaces, start, 1))
 			// From NP's plan the phase must find a better one and prove it.
 			full := f.s.p.build(f.spaces, f.cfg)
-			best, obj, bound, err := f.s.cutoff(full, f.lp, start, startObj, f.lp.Objective)
+			inc, err := f.s.cutoff(full, incumbent{best: start, obj: startObj, bound: f.lp.Objective}, cutoffOpts{lp: f.lp, race: proofRace()})
 			if err != nil {
 				t.Fatal(err)
 			}
+			best, obj, bound := inc.best, inc.obj, inc.bound
 			if best == nil {
 				t.Fatal("no plan")
 			}

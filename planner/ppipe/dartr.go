@@ -15,18 +15,18 @@ import (
 //     one-low cluster (whole GPUs, same P, unified batch, margin, β), and the q = max − min
 //     leftover GPUs of the larger type each run plan B, the model whole on one GPU
 //     (infeasible ⇒ idle). Plan = p×A ⊕ q×B, no joint re-optimisation.
-func (s *session) dartr() ([]pipe, stats, error) {
+func (s *session) dartr() (solved, error) {
 	p := s.p
-	npPipes, _, err := s.np(true)
+	np, err := s.np()
 	if err != nil {
-		return nil, stats{}, err
+		return solved{}, err
 	}
 	K := len(p.types)
 	n := make([][]int, len(p.models))
 	for mi := range n {
 		n[mi] = make([]int, K)
 	}
-	for _, pp := range npPipes {
+	for _, pp := range np.pipes {
 		for _, pt := range pp.parts {
 			n[pp.model][pt.k] += pt.g // whole GPUs: slices = GPUs
 		}
@@ -43,10 +43,18 @@ func (s *session) dartr() ([]pipe, stats, error) {
 	}
 	st := stats{status: "optimal"}
 	var out []pipe
+	// part adds one sub-solve's pipelines to the plan.
+	part := func(mi int, md *modelData, sub dartrSub) error {
+		pipes, err := s.dartrPart(mi, md, sub, &st)
+		out = append(out, pipes...)
+		return err
+	}
 	for mi, md := range p.models {
 		if K == 1 {
 			// One GPU type: nothing to pair; every GPU runs the model whole.
-			out = append(out, s.dartrPart(mi, md, []int{1}, 1, n[mi][0], &st)...)
+			if err := part(mi, md, dartrSub{counts: []int{1}, P: 1, scale: n[mi][0]}); err != nil {
+				return solved{st: st}, err
+			}
 			continue
 		}
 		hi, lo := 0, 1
@@ -57,7 +65,9 @@ func (s *session) dartr() ([]pipe, stats, error) {
 		if pairs > 0 {
 			counts := make([]int, K)
 			counts[hi], counts[lo] = 1, 1
-			out = append(out, s.dartrPart(mi, md, counts, p.opts.MaxPartitions, pairs, &st)...)
+			if err := part(mi, md, dartrSub{counts: counts, P: p.opts.MaxPartitions, scale: pairs}); err != nil {
+				return solved{st: st}, err
+			}
 		}
 		if q := n[mi][hi] - n[mi][lo]; q != 0 {
 			counts := make([]int, K)
@@ -66,51 +76,57 @@ func (s *session) dartr() ([]pipe, stats, error) {
 			} else {
 				counts[lo] = 1
 			}
-			out = append(out, s.dartrPart(mi, md, counts, 1, int(math.Abs(float64(q))), &st)...)
-		}
-		if st.status == "error" {
-			return nil, st, s.dartrErr
+			if err := part(mi, md, dartrSub{counts: counts, P: 1, scale: int(math.Abs(float64(q)))}); err != nil {
+				return solved{st: st}, err
+			}
 		}
 	}
 	st.objective = p.objective(out)
 	st.bound = st.objective
 	if err := p.emptyModels(out); err != nil {
-		return nil, st, err
+		return solved{st: st}, err
 	}
-	return out, st, nil
+	return solved{pipes: out, st: st}, nil
 }
 
-// dartrPart solves one model alone on a tiny cluster (counts per type, whole GPUs, P stages)
-// and replicates the result scale times. An infeasible sub-problem leaves those GPUs idle.
-func (s *session) dartrPart(mi int, md *modelData, counts []int, P, scale int, st *stats) []pipe {
-	if scale <= 0 || st.status == "error" {
-		return nil
+// dartrSub is one DART-r sub-problem: the tiny cluster's GPU counts per type, its stages P,
+// and how many times its plan is replicated.
+type dartrSub struct {
+	counts   []int
+	P, scale int
+}
+
+// dartrPart solves one model alone on a tiny cluster (sub.counts per type, whole GPUs,
+// sub.P stages) and replicates the result sub.scale times, adding its options and status to
+// st. An infeasible sub-problem leaves those GPUs idle; the error is the solver's.
+func (s *session) dartrPart(mi int, md *modelData, sub dartrSub, st *stats) ([]pipe, error) {
+	if sub.scale <= 0 {
+		return nil, nil
 	}
-	cfg := spaceConfig{P: P, wholeOnly: true, counts: counts}
+	cfg := spaceConfig{P: sub.P, wholeOnly: true, counts: sub.counts}
 	ms := s.p.space(md, cfg)
 	st.rawOptions += ms.raw
 	st.keptOptions += ms.kept
 	if len(ms.tmpls) == 0 {
-		return nil
+		return nil, nil
 	}
 	spaces := []*modelSpace{ms}
 	b := s.p.build(spaces, cfg)
-	res, err := s.run("dart-r", b, nil, 0)
+	res, err := s.run(b, solveCall{phase: "dart-r"})
 	if err != nil {
 		if errors.Is(err, planner.ErrNoSolution) {
 			st.status = solver.StatusTimeLimit.String()
-			return nil
+			return nil, nil
 		}
-		st.status, s.dartrErr = "error", err
-		return nil
+		return nil, err
 	}
 	if res.Status != solver.StatusOptimal {
 		st.status = res.Status.String()
 		st.gap = math.Max(st.gap, res.Gap)
 	}
-	pipes := s.p.pipes(spaces, b.decode(res.Values), scale)
+	pipes := s.p.pipes(spaces, b.decode(res.Values), sub.scale)
 	for i := range pipes {
 		pipes[i].model = mi
 	}
-	return pipes
+	return pipes, nil
 }

@@ -13,13 +13,29 @@ import (
 
 // Diagnostics for formulation work, skipped unless their environment variable is set:
 //
-//	PPIPE_SOLVER_LOG=1   HiGHS's log on stderr (any test or benchmark)
+//	PPIPE_SOLVER_LOG=1   HiGHS's log on stderr (the solves of withDiagnostics: these
+//	                     diagnostics, the benchmarks and the tests of single phases)
 //	CASE=i [P= LIMIT= ROUNDING= REPLICAS= NOLP=1 NOCC=1 NOCUT=1 DET=1]   one benchmark case: progress and summary
 //	LPCASE=i             the LP relaxation of a case, with every option it uses
-func init() {
-	if os.Getenv("PPIPE_SOLVER_LOG") != "" {
-		solverLog = os.Stderr
+
+// withHooks is o with h injected into its solve: the session takes them from Options.hooks,
+// so tests with different hooks run in parallel.
+func (o Options) withHooks(h solveHooks) Options {
+	o.hooks = &h
+	return o
+}
+
+// withDiagnostics is o with the diagnostics the environment asks for (PPIPE_SOLVER_LOG).
+func withDiagnostics(o Options) Options {
+	if os.Getenv("PPIPE_SOLVER_LOG") == "" {
+		return o
 	}
+	return o.withHooks(solveHooks{log: os.Stderr})
+}
+
+// testSession is a session on p, as Solve starts one, for the tests of single phases.
+func testSession(p *problem) *session {
+	return newSession(context.Background(), p, time.Now())
 }
 
 // TestDebugCase solves one benchmark case once (CASE=i, optional P=, LIMIT=) for diagnosis.
@@ -48,7 +64,7 @@ func TestDebugCase(t *testing.T) {
 			last = pr
 		}
 	}
-	pl, err := Solve(context.Background(), c.inputs(), o)
+	pl, err := Solve(context.Background(), c.inputs(), withDiagnostics(o))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,16 +77,16 @@ func TestDebugLPCase(t *testing.T) {
 	}
 	i, _ := strconv.Atoi(os.Getenv("LPCASE"))
 	c := benchCases[i]
-	o := Options{Alpha: DefaultAlpha, MaxPartitions: c.P, Rounding: os.Getenv("ROUNDING")}.withDefaults()
+	o := withDiagnostics(Options{Alpha: DefaultAlpha, MaxPartitions: c.P, Rounding: os.Getenv("ROUNDING")}).withDefaults()
 	p, err := prepare(c.inputs(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := spaceConfig{P: c.P, relax: true}
-	s := &session{p: p, ctx: context.Background(), began: time.Now(), deadline: time.Now().Add(time.Minute)}
+	s := testSession(p)
 	spaces, _ := s.spaces(cfg)
 	b := p.build(spaces, cfg)
-	res, err := s.run("lp", b, nil, 0)
+	res, err := s.run(b, solveCall{phase: "lp"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 // still writes its plan, marked time-limit, with no bound and no gap rather than a bound of
 // +Inf that plan validation refuses ("provenance.bound: +Inf: must be a finite number").
 func TestNoBoundPlanIsWritten(t *testing.T) {
+	t.Parallel()
 	in := loadFixtureInputs(t)
 	for _, tc := range []struct {
 		name string
@@ -26,16 +27,16 @@ func TestNoBoundPlanIsWritten(t *testing.T) {
 		{"full-milp", Options{Alpha: DefaultAlpha, MaxPartitions: 2, Deterministic: true, TimeLimit: time.Minute, NoLPGuide: true, NoContinuousCounts: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var phases []string
-			solveHook = func(phase string, res *solver.Result) *solver.Result {
+			opts := tc.opts.withHooks(solveHooks{result: func(phase string, res *solver.Result) *solver.Result {
 				phases = append(phases, phase)
 				if phase == "np" {
 					return res
 				}
 				return &solver.Result{Status: solver.StatusTimeLimit, Objective: math.NaN(), Bound: math.Inf(1), Gap: math.Inf(1)}
-			}
-			defer func() { solveHook = nil }()
-			pl, err := Solve(context.Background(), in, tc.opts)
+			}})
+			pl, err := Solve(context.Background(), in, opts)
 			skipWithoutSolver(t, err)
 			if err != nil {
 				t.Fatal(err)

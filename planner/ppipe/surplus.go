@@ -92,9 +92,16 @@ func (p *problem) fillTargets(pipes []pipe) []float64 {
 	return out
 }
 
-// fillSurplus returns the pipelines with the idle GPUs handed out, and the physical GPUs
-// added per type. The input is not modified.
-func (p *problem) fillSurplus(pipes []pipe, target []float64) ([]pipe, []int) {
+// surplusFill is what fillSurplus returns: the pipelines with the idle GPUs handed out, and
+// the physical GPUs added per type (Provenance's surplus_gpus extra).
+type surplusFill struct {
+	pipes []pipe
+	added []int
+}
+
+// fillSurplus hands the idle GPUs out to pipes, each model's guaranteed rate target (its
+// capacity/target ratio orders the models). The input is not modified.
+func (p *problem) fillSurplus(pipes []pipe, target []float64) surplusFill {
 	s := &fillState{p: p, twelfths: map[fillGroup]int{}, used: make([]int, len(p.types))}
 	for _, pp := range pipes {
 		cp := pp
@@ -172,7 +179,7 @@ func (p *problem) fillSurplus(pipes []pipe, target []float64) ([]pipe, []int) {
 	for k := range added {
 		added[k] = s.used[k] - before[k]
 	}
-	return s.pipes, added
+	return surplusFill{pipes: s.pipes, added: added}
 }
 
 // bestMove is model mi's best feasible step.

@@ -126,22 +126,21 @@ func TestFillSurplusFixpoint(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s := &session{p: p, ctx: context.Background(), began: time.Now()}
-				s.deadline = s.began.Add(opts.TimeLimit)
-				var pipes []pipe
-				var st stats
+				s := testSession(p)
+				var sol solved
 				switch strategy {
 				case StrategyNP:
-					pipes, st, err = s.np(true)
+					sol, err = s.np()
 				case StrategyDARTR:
-					pipes, st, err = s.dartr()
+					sol, err = s.dartr()
 				default:
-					pipes, st, err = s.ppipe()
+					sol, err = s.ppipe()
 				}
 				skipWithoutSolver(t, err)
 				if err != nil {
 					t.Fatal(err)
 				}
+				pipes, st := sol.pipes, sol.st
 				for i := range pipes {
 					pp := &pipes[i]
 					for d := range pp.parts {
@@ -150,7 +149,8 @@ func TestFillSurplusFixpoint(t *testing.T) {
 					pp.x = pipeCap(pp.parts, nil)
 				}
 				target := p.fillTargets(pipes)
-				filled, added := p.fillSurplus(pipes, target)
+				f := p.fillSurplus(pipes, target)
+				filled, added := f.pipes, f.added
 				sum := 0
 				for _, a := range added {
 					sum += a
@@ -158,17 +158,17 @@ func TestFillSurplusFixpoint(t *testing.T) {
 				if sum == 0 {
 					t.Errorf("halved pools freed GPUs but none were handed out")
 				}
-				again, added2 := p.fillSurplus(filled, target)
-				for k, a := range added2 {
+				again := p.fillSurplus(filled, target)
+				for k, a := range again.added {
 					if a != 0 {
 						t.Errorf("a second fill added %d %s: the first left a usable GPU idle", a, p.types[k].name)
 					}
 				}
-				if !reflect.DeepEqual(again, filled) {
+				if !reflect.DeepEqual(again.pipes, filled) {
 					t.Errorf("a second fill changed the pipelines")
 				}
-				rerun, _ := p.fillSurplus(pipes, target)
-				if !reflect.DeepEqual(rerun, filled) {
+				rerun := p.fillSurplus(pipes, target)
+				if !reflect.DeepEqual(rerun.pipes, filled) {
 					t.Errorf("fill is not deterministic")
 				}
 				st.surplus = added
