@@ -291,6 +291,16 @@ func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster
 // GPURef is a GPU type a plan section names, with its path.
 type GPURef struct{ Path, GPU string }
 
+// ListGPURefs is the GPURefs of a list at path whose items each name one GPU type: item i's
+// is at path[i].gpu.
+func ListGPURefs[E any](path string, items []E, gpu func(*E) string) []GPURef {
+	var out []GPURef
+	for i := range items {
+		out = append(out, GPURef{Path: Field(Index(path, i), "gpu"), GPU: gpu(&items[i])})
+	}
+	return out
+}
+
 // GPUUser is a plan Section whose section names GPU types:
 // formats checks them against the clusters given with the plan (CheckSet).
 type GPUUser interface {

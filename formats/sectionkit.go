@@ -79,6 +79,16 @@ func KeyPath(path, key string) string { return keyPath(path, key) }
 // Finite reports whether x is neither NaN nor infinite.
 func Finite(x float64) bool { return finite(x) }
 
+// NamesOf lists the names of items in order (nil for none): what a section's items define
+// for the references other files make to them.
+func NamesOf[E any](items []E, name func(*E) string) []string {
+	var names []string
+	for i := range items {
+		names = append(names, name(&items[i]))
+	}
+	return names
+}
+
 // SortedKeys returns a map's keys in order, so problems come out in a stable order.
 func SortedKeys[V any](m map[string]V) []string { return sortedKeys(m) }
 

@@ -36,11 +36,7 @@ func SetCascades(w *formats.Workload, cs []Cascade) *formats.Workload {
 
 // cascadeNames names w's cascades: what a plan's task and a trace's targets may name.
 func cascadeNames(w *formats.Workload) []string {
-	var names []string
-	for _, cs := range CascadesOf(w) {
-		names = append(names, cs.Name)
-	}
-	return names
+	return formats.NamesOf(CascadesOf(w), func(cs *Cascade) string { return cs.Name })
 }
 
 // Position is the place of CascadeServe's sections in a file: third, after PPipe's and PARD's,

@@ -166,15 +166,10 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, d *DyOrcPlan, p string) 
 
 // GPURefs lists the GPU types the plan's deployments use (formats.GPUUser).
 func (planSection) GPURefs(p *formats.Plan) []formats.GPURef {
-	d := PlanOf(p)
-	if d == nil {
-		return nil
+	if d := PlanOf(p); d != nil {
+		return formats.ListGPURefs(PlanKey+".deployments", d.Deployments, func(x *ServiceDeployment) string { return x.GPU })
 	}
-	var out []formats.GPURef
-	for i, s := range d.Deployments {
-		out = append(out, formats.GPURef{Path: formats.Field(formats.Index(PlanKey+".deployments", i), "gpu"), GPU: s.GPU})
-	}
-	return out
+	return nil
 }
 
 // TraceTargets: a trace given with the workload may name its workflow applications

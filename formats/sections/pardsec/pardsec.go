@@ -37,11 +37,7 @@ func SetPipelines(w *formats.Workload, ps []Pipeline) *formats.Workload {
 
 // pipelineNames names w's pipelines: what a plan's apps and a trace's targets may name.
 func pipelineNames(w *formats.Workload) []string {
-	var names []string
-	for _, pl := range PipelinesOf(w) {
-		names = append(names, pl.Name)
-	}
-	return names
+	return formats.NamesOf(PipelinesOf(w), func(pl *Pipeline) string { return pl.Name })
 }
 
 // Position is the place of PARD's sections in a file: second, after PPipe's, before

@@ -40,10 +40,7 @@ func SetPlan(p *formats.Plan, q *QLMPlan) *formats.Plan {
 // it (when they define any).
 func crossCheckPlan(q *QLMPlan, self string, docs map[string]formats.Document) formats.ErrorList {
 	defined := func(w *formats.Workload) ([]string, bool) {
-		var names []string
-		for _, c := range llmspec.ClassesOf(w) {
-			names = append(names, c.Name)
-		}
+		names := formats.NamesOf(llmspec.ClassesOf(w), func(c *llmspec.LLMClass) string { return c.Name })
 		return names, len(names) > 0
 	}
 	return formats.CheckWorkloadRefs(docs, defined, q.Groups, func(i int, g *QLMGroup) (string, string) {
@@ -179,15 +176,10 @@ func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where
 
 // GPURefs lists the GPU types the plan's instances run on (formats.GPUUser).
 func (planSection) GPURefs(p *formats.Plan) []formats.GPURef {
-	q := PlanOf(p)
-	if q == nil {
-		return nil
+	if q := PlanOf(p); q != nil {
+		return formats.ListGPURefs(PlanKey+".instances", q.Instances, func(x *QLMInstance) string { return x.GPU })
 	}
-	var out []formats.GPURef
-	for i, in := range q.Instances {
-		out = append(out, formats.GPURef{Path: formats.Field(formats.Index(PlanKey+".instances", i), "gpu"), GPU: in.GPU})
-	}
-	return out
+	return nil
 }
 
 // TraceTargets: a trace given with the plan may name the LLMs of its groups and instances
