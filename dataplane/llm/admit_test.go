@@ -25,7 +25,7 @@ func TestJudge(t *testing.T) {
 	// decoding is a running sequence of 100 prompt tokens with 1 of its 11 output tokens
 	// generated: 10 decode steps left, 112 tokens of KV at its peak (111 in blocks of 16).
 	decoding := func() *Engine {
-		return &Engine{Running: []*Seq{{ID: 1, Prompt: 100, Out: 11, Gen: 1, Comp: 100, KV: 112, Started: true}}}
+		return &Engine{running: []*Seq{{ID: 1, Prompt: 100, Out: 11, Gen: 1, Comp: 100, KV: 112, Started: true}}}
 	}
 	// tight is decoding() with a deadline 55 ms after now = 1 s: on time alone (10 decode
 	// steps, 50 ms), late behind a 1,000-token prompt's step (P(1001) = 11,010 µs, then two
@@ -34,8 +34,8 @@ func TestJudge(t *testing.T) {
 	const now = dataplane.Second
 	tight := func() *Engine {
 		e := decoding()
-		e.Running[0].Arrival = now - 45*dataplane.Millisecond // a 100 ms SLO
-		e.Running[0].Deadline = now + 55*dataplane.Millisecond
+		e.running[0].Arrival = now - 45*dataplane.Millisecond // a 100 ms SLO
+		e.running[0].Deadline = now + 55*dataplane.Millisecond
 		return e
 	}
 	queued := func(n, prompt, out int) []*Seq {

@@ -83,7 +83,7 @@ func refNewReplay(m *Model, e *Engine, waiting []*Seq, a Arrival) *refReplay {
 		r.slo = append(r.slo, full)
 		return len(r.due) - 1
 	}
-	for _, s := range e.Running {
+	for _, s := range e.running {
 		if s.Fin || yields(s) {
 			continue // its last token is computed (only the output delay is left), or it gives way
 		}
@@ -104,7 +104,7 @@ func refNewReplay(m *Model, e *Engine, waiting []*Seq, a Arrival) *refReplay {
 		p.idx = add(s)
 		r.running = append(r.running, p)
 	}
-	for g, group := range [][]*Seq{e.Swapped, waiting} {
+	for g, group := range [][]*Seq{e.swapped, waiting} {
 		for _, s := range group {
 			if s.Fin || (g == 0 && yields(s)) {
 				continue

@@ -120,7 +120,7 @@ func (e *Engine) kvCost(h *Seq, want, hit int) int {
 func (e *Engine) take(now dataplane.Time, m *Model, h *Seq, want, hit, load, n int) {
 	if e.apc == nil {
 		h.KV = want
-		e.KVUsed += want
+		e.kvUsed += want
 		return
 	}
 	b := e.apc.BlockSize()
@@ -154,7 +154,7 @@ func (e *Engine) take(now dataplane.Time, m *Model, h *Seq, want, hit, load, n i
 // under admission allocation) and registers the blocks its computed tokens fill.
 func (e *Engine) grow(s *Seq, want, computed int) {
 	if e.apc == nil {
-		e.KVUsed += want - s.KV
+		e.kvUsed += want - s.KV
 		s.KV = want
 		return
 	}
@@ -199,7 +199,7 @@ func (e *Engine) register(s *Seq, computed int) {
 // last block first, keeping their hash.
 func (e *Engine) unhold(s *Seq) {
 	if e.apc == nil {
-		e.KVUsed -= s.KV
+		e.kvUsed -= s.KV
 		return
 	}
 	if s.ownTokens() && !s.Fin && s.regTokens > 0 {
@@ -219,14 +219,14 @@ func (e *Engine) unhold(s *Seq) {
 		e.apc.Offload.StoreAnon(s.regTokens / e.apc.BlockSize())
 	}
 	e.apc.Free(int64(s.ID))
-	e.KVUsed = e.apc.NumUsed() * e.apc.BlockSize()
+	e.kvUsed = e.apc.NumUsed() * e.apc.BlockSize()
 }
 
 // sync reads s's blocks and the engine's KV use back from the pool.
 func (e *Engine) sync(s *Seq) {
 	b := e.apc.BlockSize()
 	s.KV = e.apc.Held(int64(s.ID)) * b
-	e.KVUsed = e.apc.NumUsed() * b
+	e.kvUsed = e.apc.NumUsed() * b
 }
 
 // PrefixStats are the engine's prefix-cache counters (zero without caching).

@@ -176,8 +176,10 @@ func ReplayDisagg(c Disagg, reqs []Request) ([]Result, *DisaggStats, error) {
 	mk := func(m *Model, n int, ctr *Counters) []*dslot {
 		out := make([]*dslot, n)
 		for i := range out {
-			out[i] = &dslot{e: &Engine{ID: i, Ctr: ctr}, m: m, q: &Ordered{Less: ByArrival, FrontRequeue: true},
+			q := &Ordered{Less: ByArrival, FrontRequeue: true}
+			out[i] = &dslot{e: &Engine{ID: i, Ctr: ctr}, m: m, q: q,
 				end: dataplane.Never, oend: dataplane.Never, wake: dataplane.Never, hold: -1}
+			out[i].e.SetScheduler(q)
 		}
 		return out
 	}
@@ -282,7 +284,7 @@ func (r *disaggRun) leastLoaded(ss []*dslot, decode bool) int {
 				load += s.Prompt + s.Gen - s.Comp
 			}
 		}
-		for _, s := range sl.e.Running {
+		for _, s := range sl.e.running {
 			count(s)
 		}
 		for k := range sl.q.Len() {
@@ -310,7 +312,7 @@ func (r *disaggRun) leastLoaded(ss []*dslot, decode bool) int {
 func (r *disaggRun) events(now dataplane.Time, s *dslot) bool {
 	ended := false
 	if s.end == now {
-		s.e.Done(now, s.m, s.q, r.emit(now, s))
+		s.e.Done(now, s.m, r.emit(now, s))
 		s.end, ended = dataplane.Never, true
 	}
 	if s.oend == now {
@@ -332,8 +334,8 @@ func (r *disaggRun) events(now dataplane.Time, s *dslot) bool {
 // step when a real one ended and none follows.
 func (r *disaggRun) stepIdle(now dataplane.Time, s *dslot, ended bool) {
 	e := s.e
-	if !e.Busy && (s.hold <= now || len(e.Running) > 0 || len(e.Swapped) > 0) {
-		it, ok, w := e.Step(now, s.m, s.q, true)
+	if !e.busy && (s.hold <= now || len(e.running) > 0 || len(e.swapped) > 0) {
+		it, ok, w := e.Step(now, s.m, true)
 		if ok {
 			s.end = now + max(it.Dur, 1)
 		} else if w != dataplane.Never {
@@ -391,7 +393,7 @@ func (r *disaggRun) startTransfers(now dataplane.Time, d int) {
 		i := sl.pending[0]
 		q := r.reqs[i]
 		need := sl.m.Blocks(q.Prompt + 1)
-		if sl.e.KVUsed+sl.resv+need > sl.m.KVCap {
+		if sl.e.kvUsed+sl.resv+need > sl.m.KVCap {
 			return
 		}
 		sl.pending = sl.pending[1:]

@@ -11,7 +11,9 @@
 //
 // Which waiting request is admitted next is the Scheduler's choice: a small interface (Head,
 // Admit, Requeue, plus optional hooks for the preemption victim, preemptive admission and an
-// admission gate) in the style of the Kubernetes scheduler framework. vLLM's FCFS and
+// admission gate, hooks.go) in the style of the Kubernetes scheduler framework, its hooks
+// resolved once when the engine is given it (SetScheduler). The engine's state is its own:
+// read through accessors, changed only by the methods that keep its invariants (Engine). vLLM's FCFS and
 // priority orders and EDF are per-engine Queues in their own packages under sched/, listed
 // in one explicit registry (sched.InTree); QLM's virtual queues (dataplane/qlm) implement the
 // same interface over many engines.

@@ -21,10 +21,10 @@ type Output struct {
 // (next_step: V0's async output processing and V1's async scheduling free them one step
 // later, llm-engine-2 §1). m may be nil (the model was switched away): outputs are then
 // emitted at once. Sequences of the iteration the owner withdrew (Abort) are gone already.
-func (e *Engine) Done(now dataplane.Time, m *Model, sch Scheduler, emit func(Output)) {
+func (e *Engine) Done(now dataplane.Time, m *Model, emit func(Output)) {
 	e.ver++
 	e.ReleaseOutputs(now, false, emit)
-	for _, s := range e.Iter {
+	for _, s := range e.iter {
 		if s.Fin {
 			// Finished in the step before (release next_step): this was its extra step.
 			s.Sched, s.freeNow = 0, true
@@ -60,17 +60,17 @@ func (e *Engine) Done(now dataplane.Time, m *Model, sch Scheduler, emit func(Out
 				emit(o)
 			} else {
 				o.left = delay
-				e.Outq = append(e.Outq, o)
+				e.outq = append(e.outq, o)
 			}
 		}
 	}
 	lag := m != nil && m.Release == formats.ReleaseNextStep
-	fin, _ := sch.(Finisher)
+	fin := e.sch.Finish
 	// The batch keeps its order; a sequence moves down only once one before it has left, so
 	// a step that finishes none writes no pointer (each write pays the collector's barrier
 	// while it marks: 2% of an LLM deployment search's CPU).
 	n := 0
-	for i, s := range e.Running {
+	for i, s := range e.running {
 		if s.Fin && (!lag || s.freeNow) {
 			e.unhold(s)
 			s.KV = 0
@@ -80,21 +80,21 @@ func (e *Engine) Done(now dataplane.Time, m *Model, sch Scheduler, emit func(Out
 			continue
 		}
 		if n != i {
-			e.Running[n] = s
+			e.running[n] = s
 		}
 		n++
 	}
-	clear(e.Running[n:])
-	e.Running = e.Running[:n]
-	e.Iter = e.Iter[:0]
-	e.Busy = false
+	clear(e.running[n:])
+	e.running = e.running[:n]
+	e.iter = e.iter[:0]
+	e.busy = false
 }
 
 // ReleaseOutputs counts one more step ended for the outputs in flight and emits those due
 // (all of them when all: the instance went idle or down, nothing delays its output).
 func (e *Engine) ReleaseOutputs(now dataplane.Time, all bool, emit func(Output)) {
-	keep := e.Outq[:0]
-	for _, o := range e.Outq {
+	keep := e.outq[:0]
+	for _, o := range e.outq {
 		o.left--
 		if all || o.left <= 0 {
 			emit(o)
@@ -102,20 +102,20 @@ func (e *Engine) ReleaseOutputs(now dataplane.Time, all bool, emit func(Output))
 		}
 		keep = append(keep, o)
 	}
-	clear(e.Outq[len(keep):])
-	e.Outq = keep
+	clear(e.outq[len(keep):])
+	e.outq = keep
 }
 
 // DropOutputs forgets s's outputs in flight (its request was cancelled).
 func (e *Engine) DropOutputs(s *Seq) {
-	keep := e.Outq[:0]
-	for _, o := range e.Outq {
+	keep := e.outq[:0]
+	for _, o := range e.outq {
 		if o.S != s {
 			keep = append(keep, o)
 		}
 	}
-	clear(e.Outq[len(keep):])
-	e.Outq = keep
+	clear(e.outq[len(keep):])
+	e.outq = keep
 }
 
 // Preempt takes victim v out of the running batch (digest §2.3, llm-engine-2 §1): a KV swap
@@ -124,11 +124,25 @@ func (e *Engine) DropOutputs(s *Seq) {
 // scheduler requeues it to compute prompt + generated again. Each is one preemption event.
 // A sequence that finished and only waits for its blocks to free (release next_step) just
 // frees them.
+//
+// sch requeues v: the engine's own (Scheduler(), its hooks resolved already) or, for a queue
+// that preempts for its own head (Preemptor), that queue, whose Finisher is then looked up
+// here, once per preemption rather than per step.
 func (e *Engine) Preempt(v *Seq, m *Model, sch Scheduler, allowSwap bool) {
+	if h, ok := sch.(*Hooks); ok {
+		e.preempt(v, m, h.Scheduler, h.Finish, allowSwap)
+		return
+	}
+	fin, _ := sch.(Finisher)
+	e.preempt(v, m, sch, fin, allowSwap)
+}
+
+// preempt is Preempt with sch's Finisher resolved (nil: none).
+func (e *Engine) preempt(v *Seq, m *Model, sch Scheduler, fin Finisher, allowSwap bool) {
 	e.ver++
-	for i, s := range e.Running {
+	for i, s := range e.running {
 		if s == v {
-			e.Running = append(e.Running[:i], e.Running[i+1:]...)
+			e.running = append(e.running[:i], e.running[i+1:]...)
 			break
 		}
 	}
@@ -136,7 +150,7 @@ func (e *Engine) Preempt(v *Seq, m *Model, sch Scheduler, allowSwap bool) {
 	v.Sched, v.spec = 0, false
 	if v.Fin {
 		v.KV = 0
-		if fin, ok := sch.(Finisher); ok {
+		if fin != nil {
 			fin.Finished(e, v)
 		}
 		return
@@ -152,15 +166,15 @@ func (e *Engine) Preempt(v *Seq, m *Model, sch Scheduler, allowSwap bool) {
 	if (allowSwap || m.SwapAlways) && !v.Prefilling() {
 		switch m.Preempt {
 		case "swap":
-			swap = e.CPUUsed+bytes <= m.CPUSwap
+			swap = e.cpuUsed+bytes <= m.CPUSwap
 		case "auto":
-			swap = e.CPUUsed+bytes <= m.CPUSwap && 2*float64(bytes)/m.HostBytesPerUs < float64(m.PrefillUs(v.Ctx()))
+			swap = e.cpuUsed+bytes <= m.CPUSwap && 2*float64(bytes)/m.HostBytesPerUs < float64(m.PrefillUs(v.Ctx()))
 		}
 	}
 	if swap {
-		e.CPUUsed += bytes
+		e.cpuUsed += bytes
 		v.Swapped = true
-		e.Swapped = append(e.Swapped, v)
+		e.swapped = append(e.swapped, v)
 		c.KVSwaps++
 		return
 	}
@@ -172,30 +186,32 @@ func (e *Engine) Preempt(v *Seq, m *Model, sch Scheduler, allowSwap bool) {
 // Abort takes s out of the running batch, the iteration in flight or the swapped set and
 // frees its KV (GPU or CPU; m may be nil when the engine no longer runs s's model); false
 // when the engine holds none of it. vLLM aborts a request whose client disconnected (digest
-// §4).
+// §4). Without m a swapped sequence's bytes cannot be priced, so CPUUsed keeps them (until
+// Reset): the one case where it exceeds what Swapped holds; owners pass m whenever they
+// have it.
 func (e *Engine) Abort(s *Seq, m *Model) bool {
 	e.ver++
 	found := false
-	for i, x := range e.Running {
+	for i, x := range e.running {
 		if x == s {
-			e.Running = append(e.Running[:i], e.Running[i+1:]...)
+			e.running = append(e.running[:i], e.running[i+1:]...)
 			e.unhold(s)
 			found = true
 			break
 		}
 	}
-	for i, x := range e.Iter {
+	for i, x := range e.iter {
 		if x == s {
-			e.Iter = append(e.Iter[:i], e.Iter[i+1:]...)
+			e.iter = append(e.iter[:i], e.iter[i+1:]...)
 			break
 		}
 	}
 	if !found {
-		for i, x := range e.Swapped {
+		for i, x := range e.swapped {
 			if x == s {
-				e.Swapped = append(e.Swapped[:i], e.Swapped[i+1:]...)
+				e.swapped = append(e.swapped[:i], e.swapped[i+1:]...)
 				if m != nil {
-					e.CPUUsed -= int64(s.KV) * m.KVBytes
+					e.cpuUsed -= int64(s.KV) * m.KVBytes
 				}
 				found = true
 				break
@@ -214,11 +230,11 @@ func (e *Engine) Abort(s *Seq, m *Model) bool {
 // owner to queue again (QLM §5's eviction).
 func (e *Engine) Reset() []*Seq {
 	e.ver++
-	orphans := append(append([]*Seq(nil), e.Running...), e.Swapped...)
-	e.Running, e.Swapped, e.Iter = nil, nil, nil
-	e.KVUsed, e.CPUUsed = 0, 0
+	orphans := append(append([]*Seq(nil), e.running...), e.swapped...)
+	e.running, e.swapped, e.iter = nil, nil, nil
+	e.kvUsed, e.cpuUsed = 0, 0
 	e.apc = nil // the instance's GPU memory, its cached blocks with it, is gone
-	e.Busy = false
+	e.busy = false
 	for _, s := range orphans {
 		s.KV, s.Comp, s.Sched, s.Swapped, s.ReadyAt, s.Inst, s.spec = 0, 0, 0, false, 0, -1, false
 	}

@@ -126,7 +126,7 @@ func (d *Door) sync(m *Model, e *Engine, waiting []*Seq, a Arrival) {
 	d.fixed, d.waiting = d.fixed[:0], append(d.waiting[:0], waiting...)
 	d.dueAt, d.slo = d.dueAt[:0], d.slo[:0]
 	d.cp.reset()
-	for _, s := range e.Running {
+	for _, s := range e.running {
 		if p, ok := d.running(m, s, a); ok {
 			p.idx = d.add(s, a)
 			d.fixed = append(d.fixed, s)
@@ -135,7 +135,7 @@ func (d *Door) sync(m *Model, e *Engine, waiting []*Seq, a Arrival) {
 	}
 	d.cp.sortDec()
 	q := d.q[:0]
-	for g, group := range [][]*Seq{e.Swapped, waiting} {
+	for g, group := range [][]*Seq{e.swapped, waiting} {
 		for _, s := range group {
 			if p, ok := d.queued(m, s, g == 0, a); ok {
 				if g == 0 {
@@ -207,7 +207,7 @@ func (d *Door) add(s *Seq, a Arrival) int {
 // (with the engine unmoved, only which give way can differ).
 func (d *Door) sameFixed(e *Engine, a Arrival) bool {
 	i := 0
-	for _, s := range e.Running {
+	for _, s := range e.running {
 		if _, ok := d.running(d.m, s, a); ok {
 			if i >= len(d.fixed) || d.fixed[i] != s {
 				return false
@@ -215,7 +215,7 @@ func (d *Door) sameFixed(e *Engine, a Arrival) bool {
 			i++
 		}
 	}
-	for _, s := range e.Swapped {
+	for _, s := range e.swapped {
 		if !s.Fin && !yields(a, s) {
 			if i >= len(d.fixed) || d.fixed[i] != s {
 				return false

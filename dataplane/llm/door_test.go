@@ -46,13 +46,13 @@ func doorState(r *rand.Rand, now dataplane.Time) (*Engine, []*Seq) {
 		}
 		s.KV = s.Comp + r.IntN(64)
 		s.Fin = r.IntN(20) == 0
-		e.Running = append(e.Running, s)
+		e.running = append(e.running, s)
 	}
 	for range r.IntN(4) {
 		s := seq()
 		s.Gen, s.Comp, s.Swapped = r.IntN(s.Out), 0, true
 		s.Fin = r.IntN(20) == 0
-		e.Swapped = append(e.Swapped, s)
+		e.swapped = append(e.swapped, s)
 	}
 	var waiting []*Seq
 	for range r.IntN(60) {
@@ -146,9 +146,9 @@ func TestDoorMatchesFullReplay(t *testing.T) {
 					j := r.IntN(len(waiting))
 					waiting = append(waiting[:j:j], append([]*Seq{{ID: next, Prompt: a.Prompt, Out: 1 + a.Out, Arrival: a.Now}}, waiting[j:]...)...)
 					next++
-				case x == 7 && len(e.Running) > 0:
+				case x == 7 && len(e.running) > 0:
 					// The engine moved: a sequence generated a token.
-					s := e.Running[r.IntN(len(e.Running))]
+					s := e.running[r.IntN(len(e.running))]
 					s.Gen = min(s.Gen+1, s.Out)
 					s.Comp = min(s.Comp+1, s.Prompt+s.Gen)
 					e.ver++
@@ -167,7 +167,7 @@ func BenchmarkDoor(b *testing.B) {
 	mk := func() (*Engine, []*Seq) {
 		e := &Engine{}
 		for i := range 64 {
-			e.Running = append(e.Running, &Seq{ID: dataplane.ReqID(i), Prompt: 500, Out: 300, Gen: i * 4, Comp: 500 + i*4, KV: 1000})
+			e.running = append(e.running, &Seq{ID: dataplane.ReqID(i), Prompt: 500, Out: 300, Gen: i * 4, Comp: 500 + i*4, KV: 1000})
 		}
 		var w []*Seq
 		for i := range 2000 {

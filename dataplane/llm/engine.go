@@ -9,57 +9,6 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// Scheduler is the waiting-queue policy of an engine: which waiting request is admitted next
-// (vLLM's scheduling_policy; QLM's virtual queues). The engine calls it only from Step and
-// Preempt, on the goroutine that drives the engine.
-type Scheduler interface {
-	// Head is the waiting request the engine admits next (nil: none). The engine stops
-	// admitting at the first head it cannot admit (head-of-line, digest §2.2).
-	Head(e *Engine) *Seq
-	// Admit takes s, the head, out of the waiting queue: it joined e's running batch.
-	Admit(e *Engine, s *Seq)
-	// Requeue puts s back among the waiting: e preempted it (recompute).
-	Requeue(e *Engine, s *Seq)
-}
-
-// VictimPicker is a Scheduler that chooses the running sequence preempted when KV blocks
-// run out (nil: the engine's default, the most recently admitted; vLLM V1 under priority
-// takes the lowest priority, latest arrival, llm-engine-2 §1).
-type VictimPicker interface {
-	Victim(e *Engine) *Seq
-}
-
-// Preemptor is a Scheduler that may free KV for a head that does not fit by preempting a
-// running sequence itself (e.Preempt); it reports whether it did, and the engine tries the
-// head again.
-type Preemptor interface {
-	PreemptFor(now dataplane.Time, e *Engine, m *Model, h *Seq) bool
-}
-
-// Gate is a Scheduler that vets admissions: Pick returns the waiting request to admit given
-// head h whose KV fits (h, another waiting one, or nil to stop admitting), MaySwapIn whether
-// swapped-out s may come back now (QLM's deadline guard, QLM §5).
-type Gate interface {
-	Pick(now dataplane.Time, e *Engine, m *Model, h *Seq) *Seq
-	MaySwapIn(now dataplane.Time, e *Engine, m *Model, s *Seq) bool
-}
-
-// WaitingCounter is a Scheduler that counts, up to limit, the waiting requests of model e
-// could admit next: the prefills that share a step's budget (max_num_partial_prefills).
-type WaitingCounter interface {
-	Waiting(e *Engine, model string, limit int) int
-}
-
-// AdmitEnder is told when a step's admission is over.
-type AdmitEnder interface {
-	AdmitEnd(e *Engine)
-}
-
-// Finisher is told when a finished sequence leaves the running batch (its blocks freed).
-type Finisher interface {
-	Finished(e *Engine, s *Seq)
-}
-
 // Counters are an engine's (or a set of engines') event counts. Preemptions counts events
 // (recompute and swap), as vLLM's vllm:num_preemptions_total (llm-engine-2 §1, Counter);
 // PreemptedReqs the distinct requests preempted at least once.
@@ -79,29 +28,51 @@ type Counters struct {
 }
 
 // Engine is one continuous-batching LLM instance: its running and swapped sequences, its KV
-// use and the iteration in flight. The owner keeps it, and calls Step when the instance is
-// idle and Done when the iteration it started ends.
+// use and the iteration in flight. The owner keeps it, sets its scheduler (SetScheduler),
+// calls Step when the instance is idle and Done when the iteration it started ends.
+//
+// Its state is the engine's alone: owners and schedulers read it through the accessors
+// (Running, Swapped, KVUsed, CPUUsed, Busy, Iter, IterPrefill, Outputs) and change it only
+// through the methods that keep these invariants (Step, Done, Preempt, Abort, Reset, Place,
+// the output steps), which Check verifies:
+//
+//   - KV in whole blocks: KVUsed is the GPU KV held, in tokens of whole blocks; without a
+//     prefix cache it is the sum of the running sequences' Seq.KV, with one the pool's blocks
+//     in use (a block shared by several sequences counts once). It never exceeds the cache.
+//   - One list per sequence: a sequence is in Running (admission order, Seq.Swapped false) or
+//     in Swapped (swap-out order, Seq.Swapped true, its Seq.KV in CPU memory), never both
+//     nor twice; CPUUsed is the swapped sequences' KV in bytes (see Abort for its one
+//     exception).
+//   - The iteration: Busy while an iteration is in flight; Iter its sequences (empty when
+//     not Busy), IterPrefill whether it computes prompt or recomputed tokens; no
+//     output-only step is in flight while Busy (a real step takes over, outputstep.go).
+//   - Version: every call that changes the batch, its sequences or the queue's bumps it, so a
+//     Door's checkpoint (door.go) holds exactly while it stands still.
+//
+// The slices the accessors return are the engine's own, read-only by contract: valid until
+// the next call that changes the engine.
 type Engine struct {
-	// ID names the engine to its owner and schedulers (Seq.Inst).
+	// ID names the engine to its owner and schedulers (Seq.Inst). It, AllowSwap and Ctr
+	// are the owner's settings, set before the first Step; no invariant ties them.
 	ID int
-	// Running are the admitted sequences in admission order; Swapped those whose KV is in
-	// CPU memory, in swap-out order.
-	Running, Swapped []*Seq
-	// KVUsed is the KV cache held, in tokens of whole blocks; CPUUsed the swapped bytes.
-	KVUsed  int
-	CPUUsed int64
-	// Busy: an iteration is in flight; Iter its sequences; IterPrefill: it computes prompt
-	// (or recomputed) tokens.
-	Busy        bool
-	Iter        []*Seq
-	IterPrefill bool
-	// Outq are the tokens computed but not yet at their clients (the output delay, digest
+
+	// running and swapped are the sequences on the GPU and those swapped out; kvUsed and
+	// cpuUsed the KV they hold (the invariants above).
+	running, swapped []*Seq
+	kvUsed           int
+	cpuUsed          int64
+	// busy and iterPrefill share a word: the record stays three cache lines, which
+	// dataplane/qlm's instance records rely on (its TestInstanceLayout).
+	busy, iterPrefill bool
+	iter              []*Seq
+	// outq are the tokens computed but not yet at their clients (the output delay, digest
 	// §2.5): first tokens and completions, stamped at the end of a later step.
-	Outq []Output
-	// OutEnd is the end of the output-only step in flight (outputstep.go; 0: none); OutSteps
+	outq []Output
+	// outEnd is the end of the output-only step in flight (outputstep.go; 0: none); outSteps
 	// counts those ended since the last real step (Visible).
-	OutEnd   dataplane.Time
-	OutSteps int
+	outEnd   dataplane.Time
+	outSteps int
+
 	// AllowSwap: the policy lets preemption swap KV to CPU memory (QLM §5; swap_space or
 	// preemption_mode swap force it whatever this says).
 	AllowSwap bool
@@ -112,8 +83,10 @@ type Engine struct {
 	// slot is the most prompt tokens one sequence takes in the step being formed.
 	slot int
 	// ver counts the calls that change the batch, its sequences or the queue's (Step, Done,
-	// Preempt, Abort, Reset): a Door's checkpoint holds while it stands still.
+	// Preempt, Abort, Reset, Place): a Door's checkpoint holds while it stands still.
 	ver uint64
+	// sch is the scheduler with its optional hooks resolved (SetScheduler).
+	sch *Hooks
 }
 
 // Iteration is a step Step formed: the tokens it computes, how many of them are prompt (or
@@ -142,24 +115,24 @@ func (e *Engine) counters() *Counters {
 //
 // It reports the iteration and true when one starts (Busy is then set), else, in wake, when
 // a sequence swapping in becomes ready (dataplane.Never: nothing to wait for).
-func (e *Engine) Step(now dataplane.Time, m *Model, sch Scheduler, admit bool) (it Iteration, ok bool, wake dataplane.Time) {
+func (e *Engine) Step(now dataplane.Time, m *Model, admit bool) (it Iteration, ok bool, wake dataplane.Time) {
 	e.ver++
 	e.pool(m)
-	e.swapIn(now, m, sch)
-	for _, s := range e.Running {
+	e.swapIn(now, m)
+	for _, s := range e.running {
 		s.Sched, s.spec = 0, false
 	}
-	e.slot = e.prefillSlot(now, m, sch)
-	preempted := e.scheduleRunning(now, m, sch)
-	if !preempted && admit && len(e.Swapped) == 0 {
-		e.admitWaiting(now, m, sch)
-		if a, ok := sch.(AdmitEnder); ok {
+	e.slot = e.prefillSlot(now, m)
+	preempted := e.scheduleRunning(now, m)
+	if !preempted && admit && len(e.swapped) == 0 {
+		e.admitWaiting(now, m)
+		if a := e.sch.AdmitEnd; a != nil {
 			a.AdmitEnd(e)
 		}
 	}
-	iter := e.Iter[:0]
+	iter := e.iter[:0]
 	wake = dataplane.Never
-	for _, s := range e.Running {
+	for _, s := range e.running {
 		if s.Sched == 0 {
 			if s.ReadyAt > now {
 				wake = min(wake, s.ReadyAt)
@@ -173,39 +146,39 @@ func (e *Engine) Step(now dataplane.Time, m *Model, sch Scheduler, admit bool) (
 		}
 		it.Ctx += s.Comp + s.Sched
 	}
-	e.Iter = iter
+	e.iter = iter
 	if len(iter) == 0 {
 		return it, false, wake
 	}
 	it.Dur = m.StepUs(it.Tokens, it.Prefill, it.Ctx) + e.draftUs(m)
-	e.IterPrefill = it.Prefill > 0
+	e.iterPrefill = it.Prefill > 0
 	c := e.counters()
 	c.Iterations++
-	if e.IterPrefill {
+	if e.iterPrefill {
 		c.Prefills++
 	}
-	e.Busy = true
-	e.OutEnd, e.OutSteps = 0, 0 // a real step takes over from output-only ones (OutputStep)
+	e.busy = true
+	e.outEnd, e.outSteps = 0, 0 // a real step takes over from output-only ones (OutputStep)
 	return it, true, dataplane.Never
 }
 
 // swapIn brings swapped-out sequences back first (QLM §5 request pulling), while KV and the
 // sequence cap allow; each is ready once its KV crossed the host link.
-func (e *Engine) swapIn(now dataplane.Time, m *Model, sch Scheduler) {
-	g, gated := sch.(Gate)
-	for len(e.Swapped) > 0 && len(e.Running) < m.MaxSeqs {
-		s := e.Swapped[0]
+func (e *Engine) swapIn(now dataplane.Time, m *Model) {
+	g := e.sch.Gate
+	for len(e.swapped) > 0 && len(e.running) < m.MaxSeqs {
+		s := e.swapped[0]
 		need := m.Blocks(s.Ctx() + 1)
-		if e.KVUsed+need > m.KVCap || (gated && !g.MaySwapIn(now, e, m, s)) {
+		if e.kvUsed+need > m.KVCap || (g != nil && !g.MaySwapIn(now, e, m, s)) {
 			break
 		}
-		e.Swapped = e.Swapped[1:]
-		e.CPUUsed -= int64(s.KV) * m.KVBytes
+		e.swapped = e.swapped[1:]
+		e.cpuUsed -= int64(s.KV) * m.KVBytes
 		s.KV = 0 // its swapped KV is back: it holds GPU blocks again
 		e.grow(s, need, s.Comp)
 		s.Swapped = false
 		s.ReadyAt = now + dataplane.Time(math.Ceil(float64(int64(s.Ctx())*m.KVBytes)/m.HostBytesPerUs))
-		e.Running = append(e.Running, s)
+		e.running = append(e.running, s)
 	}
 }
 
@@ -215,17 +188,17 @@ func (e *Engine) swapIn(now dataplane.Time, m *Model, sch Scheduler) {
 // most N, each chunk at most max_num_batched_tokens / k (vLLM's scheduler,
 // partial_prefill_budget_lookup_list; digest §2). N = 1: the whole budget. [ours] vLLM's
 // long_prefill_token_threshold is not modelled.
-func (e *Engine) prefillSlot(now dataplane.Time, m *Model, sch Scheduler) int {
+func (e *Engine) prefillSlot(now dataplane.Time, m *Model) int {
 	if m.MaxPartial <= 1 || !m.Chunked {
 		return m.MaxBatched
 	}
 	k := 0
-	for _, s := range e.Running {
+	for _, s := range e.running {
 		if s.Need() > 1 && s.ReadyAt <= now {
 			k++
 		}
 	}
-	if c, ok := sch.(WaitingCounter); ok && k < m.MaxPartial {
+	if c := e.sch.Waiting; c != nil && k < m.MaxPartial {
 		k += c.Waiting(e, m.Name, m.MaxPartial-k)
 	}
 	return m.MaxBatched / max(1, min(k, m.MaxPartial))
@@ -234,32 +207,32 @@ func (e *Engine) prefillSlot(now dataplane.Time, m *Model, sch Scheduler) int {
 // budgetLeft is the token budget the running sequences leave in this step.
 func (e *Engine) budgetLeft(m *Model) int {
 	b := m.MaxBatched
-	for _, s := range e.Running {
+	for _, s := range e.running {
 		b -= s.Sched
 	}
 	return b
 }
 
 // victim is the running sequence preempted when blocks run out.
-func (e *Engine) victim(sch Scheduler) *Seq {
-	if vp, ok := sch.(VictimPicker); ok {
+func (e *Engine) victim() *Seq {
+	if vp := e.sch.Victim; vp != nil {
 		if v := vp.Victim(e); v != nil {
 			return v
 		}
 	}
 	// vLLM preempts the most recently admitted running request (digest §2.3).
-	return e.Running[len(e.Running)-1]
+	return e.running[len(e.running)-1]
 }
 
 // scheduleRunning is rule 2 of the step: the running sequences in admission order, each
 // with KV blocks for its computed tokens plus those it computes now (under admission
 // allocation it holds its prompt's already); it reports whether it preempted one (then no
 // waiting sequence is admitted in this step, as vLLM).
-func (e *Engine) scheduleRunning(now dataplane.Time, m *Model, sch Scheduler) bool {
+func (e *Engine) scheduleRunning(now dataplane.Time, m *Model) bool {
 	budget := m.MaxBatched
 	preempted := false
-	for i := 0; i < len(e.Running) && budget > 0; i++ {
-		s := e.Running[i]
+	for i := 0; i < len(e.running) && budget > 0; i++ {
+		s := e.running[i]
 		if s.ReadyAt > now {
 			continue
 		}
@@ -279,11 +252,11 @@ func (e *Engine) scheduleRunning(now dataplane.Time, m *Model, sch Scheduler) bo
 		if m.Alloc == formats.KVAllocAdmission {
 			want = max(want, s.KV)
 		}
-		for e.KVUsed-s.KV+want > m.KVCap {
-			v := e.victim(sch)
+		for e.kvUsed-s.KV+want > m.KVCap {
+			v := e.victim()
 			j := e.index(v)
 			budget += v.Sched // a victim scheduled earlier in this step gives its tokens back
-			e.Preempt(v, m, sch, e.AllowSwap)
+			e.preempt(v, m, e.sch.Scheduler, e.sch.Finish, e.AllowSwap)
 			preempted = true
 			if v == s {
 				break
@@ -292,7 +265,7 @@ func (e *Engine) scheduleRunning(now dataplane.Time, m *Model, sch Scheduler) bo
 				i--
 			}
 		}
-		if i >= len(e.Running) || e.Running[i] != s {
+		if i >= len(e.running) || e.running[i] != s {
 			break
 		}
 		e.grow(s, want, s.Comp+n)
@@ -303,7 +276,7 @@ func (e *Engine) scheduleRunning(now dataplane.Time, m *Model, sch Scheduler) bo
 }
 
 func (e *Engine) index(s *Seq) int {
-	for i, x := range e.Running {
+	for i, x := range e.running {
 		if x == s {
 			return i
 		}
@@ -325,9 +298,9 @@ func (e *Engine) index(s *Seq) int {
 // hits) to fit"). Tokens loaded back from the CPU offload tier (load) count as computed but
 // take new blocks.
 func (e *Engine) admitBlocks(m *Model, h *Seq, n, hit, load int) (int, bool) {
-	free := m.KVCap - e.KVUsed
+	free := m.KVCap - e.kvUsed
 	wm := 0
-	if m.Alloc == formats.KVAllocAdmission || len(e.Running) > 0 {
+	if m.Alloc == formats.KVAllocAdmission || len(e.running) > 0 {
 		wm = m.WatermarkTokens()
 	}
 	comp := h.Comp + hit + load
@@ -346,16 +319,15 @@ func (e *Engine) admitBlocks(m *Model, h *Seq, n, hit, load int) (int, bool) {
 
 // admitWaiting is rule 3 of the step: waiting sequences in the scheduler's order while the
 // budgets and KV allow.
-func (e *Engine) admitWaiting(now dataplane.Time, m *Model, sch Scheduler) {
+func (e *Engine) admitWaiting(now dataplane.Time, m *Model) {
 	partial := 0
-	for _, s := range e.Running {
+	for _, s := range e.running {
 		if s.Comp+s.Sched < s.Prompt+s.Gen {
 			partial++
 		}
 	}
-	pf, preemptive := sch.(Preemptor)
-	g, gated := sch.(Gate)
-	for len(e.Running) < m.MaxSeqs {
+	sch, pf, g := e.sch.Scheduler, e.sch.Preempt, e.sch.Gate
+	for len(e.running) < m.MaxSeqs {
 		budget := e.budgetLeft(m)
 		if budget <= 0 {
 			return
@@ -372,12 +344,12 @@ func (e *Engine) admitWaiting(now dataplane.Time, m *Model, sch Scheduler) {
 		}
 		want, fits := e.admitBlocks(m, h, n, hit, load)
 		if !fits {
-			if !preemptive || !pf.PreemptFor(now, e, m, h) {
+			if pf == nil || !pf.PreemptFor(now, e, m, h) {
 				return
 			}
 			continue
 		}
-		if gated {
+		if g != nil {
 			x := g.Pick(now, e, m, h)
 			if x == nil {
 				return
@@ -409,6 +381,6 @@ func (e *Engine) admitWaiting(now dataplane.Time, m *Model, sch Scheduler) {
 		if n < h.Need() {
 			partial++
 		}
-		e.Running = append(e.Running, h)
+		e.running = append(e.running, h)
 	}
 }

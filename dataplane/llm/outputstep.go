@@ -15,10 +15,10 @@ import "github.com/plan-dev/plan/dataplane"
 // (Step clears OutEnd): its end counts instead.
 
 // OutputStep starts an output-only step at now when e is idle with outputs in flight, timed
-// by m, and returns its end (e.OutEnd), which the owner ends with EndOutputStep; Never when
+// by m, and returns its end (e.outEnd), which the owner ends with EndOutputStep; Never when
 // none starts. With m nil (no profile to time the step) the outputs are emitted now.
 func (e *Engine) OutputStep(now dataplane.Time, m *Model, emit func(Output)) dataplane.Time {
-	if e.Busy || len(e.Outq) == 0 {
+	if e.busy || len(e.outq) == 0 {
 		return dataplane.Never
 	}
 	if m == nil {
@@ -28,15 +28,15 @@ func (e *Engine) OutputStep(now dataplane.Time, m *Model, emit func(Output)) dat
 	// With OutDelay > 1 a sequence may hold two outputs (a first token and a last): it is
 	// one sequence of the step.
 	seqs, ctx := 0, 0
-	for i, o := range e.Outq {
-		if m.OutDelay > 1 && holds(e.Outq[:i], o.S) {
+	for i, o := range e.outq {
+		if m.OutDelay > 1 && holds(e.outq[:i], o.S) {
 			continue
 		}
 		seqs++
 		ctx += o.S.Comp + 1
 	}
-	e.OutEnd = now + max(m.DecodeUs(seqs, ctx), 1)
-	return e.OutEnd
+	e.outEnd = now + max(m.DecodeUs(seqs, ctx), 1)
+	return e.outEnd
 }
 
 // EndOutputStep ends the output-only step due at now: one more step ended for the outputs in
@@ -44,11 +44,11 @@ func (e *Engine) OutputStep(now dataplane.Time, m *Model, emit func(Output)) dat
 // flight (a real step took over, or it ended already); on true the owner starts the next
 // (OutputStep) if outputs remain.
 func (e *Engine) EndOutputStep(now dataplane.Time, emit func(Output)) bool {
-	if e.Busy || e.OutEnd != now {
+	if e.busy || e.outEnd != now {
 		return false
 	}
-	e.OutEnd = 0
-	e.OutSteps++
+	e.outEnd = 0
+	e.outSteps++
 	e.ReleaseOutputs(now, false, emit)
 	return true
 }
@@ -61,7 +61,7 @@ func (e *Engine) EndOutputStep(now dataplane.Time, emit func(Output)) bool {
 func (e *Engine) Visible(s *Seq, m *Model) int {
 	delay := 0
 	if m != nil {
-		delay = max(m.OutDelay-e.OutSteps, 0)
+		delay = max(m.OutDelay-e.outSteps, 0)
 	}
 	return min(max(s.Gen-delay, 1), s.Gen)
 }

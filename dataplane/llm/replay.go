@@ -76,6 +76,7 @@ func ReplayWatched(m *Model, reqs []Request, q Queue, watch Watch) ([]Result, *C
 	seqs := make([]*Seq, len(reqs))
 	at := map[*Seq]int{}
 	e := &Engine{Ctr: &Counters{}}
+	e.SetScheduler(q)
 	stop := false
 	emit := func(now dataplane.Time) func(Output) {
 		return func(o Output) {
@@ -124,7 +125,7 @@ func ReplayWatched(m *Model, reqs []Request, q Queue, watch Watch) ([]Result, *C
 				hold = now + 1
 			}
 		case now == end:
-			e.Done(now, m, q, emit(now))
+			e.Done(now, m, emit(now))
 			end = dataplane.Never
 			ended = true
 		case now == oend:
@@ -140,8 +141,8 @@ func ReplayWatched(m *Model, reqs []Request, q Queue, watch Watch) ([]Result, *C
 				wake = dataplane.Never
 			}
 		}
-		if !e.Busy && (hold <= now || len(e.Running) > 0 || len(e.Swapped) > 0) {
-			it, ok, w := e.Step(now, m, q, true)
+		if !e.busy && (hold <= now || len(e.running) > 0 || len(e.swapped) > 0) {
+			it, ok, w := e.Step(now, m, true)
 			if ok {
 				end = now + max(it.Dur, 1)
 			} else if w != dataplane.Never {

@@ -25,7 +25,7 @@ func (e *Engine) draftUs(m *Model) dataplane.Time {
 		return 0
 	}
 	b, ctx := 0, 0
-	for _, s := range e.Iter {
+	for _, s := range e.iter {
 		if s.spec {
 			b++
 			ctx += s.Comp + 1

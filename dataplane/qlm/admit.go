@@ -91,7 +91,7 @@ func (p *Policy) admitLate(s *seq) (llm.Verdict, bool) {
 		// What is left of its SLO: a request read off the socket earlier (serve) has less.
 		a := llm.Arrival{Prompt: s.Prompt, Out: s.Out, SLO: max(s.Deadline-p.now, 1), Now: p.now, Yields: yields,
 			Guarded: !plain && p.opt.guard}
-		if in.Busy {
+		if in.Busy() {
 			a.Busy = max(in.iterEnd-p.now, 0)
 		}
 		a.Pace, a.Headroom = in.pace(), p.opt.headroom

@@ -122,7 +122,7 @@ func TestCancelWaitingAndRunning(t *testing.T) {
 			p := pol.(*Policy)
 			in := p.inst[0]
 			// Until the first decode iteration runs with two sequences.
-			for !(in.Busy && !in.IterPrefill && len(in.Running) == 2) {
+			for !(in.Busy() && !in.IterPrefill() && len(in.Running()) == 2) {
 				if _, ok := d.next(t); !ok {
 					t.Fatal("no decode iteration of two sequences")
 				}
@@ -152,7 +152,7 @@ func TestCancelWaitingAndRunning(t *testing.T) {
 				if !ok {
 					t.Fatal("the iteration in flight never ended")
 				}
-				if ev.Kind == dataplane.EvBatchDone && !in.Busy || in.Busy && d.now > at {
+				if ev.Kind == dataplane.EvBatchDone && !in.Busy() || in.Busy() && d.now > at {
 					break
 				}
 			}
@@ -160,14 +160,14 @@ func TestCancelWaitingAndRunning(t *testing.T) {
 				t.Errorf("the policy still holds a cancelled sequence")
 			}
 			sum := 0
-			for _, s := range in.Running {
+			for _, s := range in.Running() {
 				if s.ID == gone || s.ID == waiting[0] {
 					t.Errorf("cancelled request %d still running", s.ID)
 				}
 				sum += s.KV
 			}
-			if in.KVUsed != sum || sum == 0 {
-				t.Errorf("KV used %d, the running sequences hold %d", in.KVUsed, sum)
+			if in.KVUsed() != sum || sum == 0 {
+				t.Errorf("KV used %d, the running sequences hold %d", in.KVUsed(), sum)
 			}
 			d.untilIdle(t, 10*(60*dataplane.Second))
 			for _, id := range []dataplane.ReqID{waiting[0], gone} {
@@ -187,8 +187,8 @@ func TestCancelWaitingAndRunning(t *testing.T) {
 			if o := eng.Req(kept).Outcome; o != dataplane.Completed {
 				t.Errorf("the other request: %v, want completed", o)
 			}
-			if in.KVUsed != 0 || p.stats.Cancelled != 2 {
-				t.Errorf("at the end: KV used %d, %d cancelled", in.KVUsed, p.stats.Cancelled)
+			if in.KVUsed() != 0 || p.stats.Cancelled != 2 {
+				t.Errorf("at the end: KV used %d, %d cancelled", in.KVUsed(), p.stats.Cancelled)
 			}
 		})
 	}

@@ -143,7 +143,7 @@ func (p *Policy) leastLoaded(el []*instance, role string, q *plainQueue) *instan
 				load += ext(s).outLeft(s)
 			}
 		}
-		for _, s := range in.Running {
+		for _, s := range in.Running() {
 			count(s)
 		}
 		if q.wait != nil {
@@ -216,7 +216,7 @@ func (p *Policy) startTransfers(now dataplane.Time, out *dataplane.Decisions) {
 			}
 			m := p.llmFor(in, s.Model)
 			need := m.Blocks(s.Prompt + 1)
-			if in.KVUsed+in.resv+need > m.KVCap {
+			if in.KVUsed()+in.resv+need > m.KVCap {
 				break
 			}
 			in.pending = in.pending[1:]

@@ -18,7 +18,7 @@ func (p *Policy) EngineGauges(emit func(app dataplane.AppID, engine, running, wa
 	run := make([]int, len(p.inst)*nApps)
 	wait := make([]int, len(p.inst)*nApps)
 	for _, in := range p.inst {
-		for _, s := range in.Running {
+		for _, s := range in.Running() {
 			if a := int(s.App); a >= 0 && a < nApps {
 				run[in.ID*nApps+a]++
 			}
@@ -41,7 +41,7 @@ func (p *Policy) EngineGauges(emit func(app dataplane.AppID, engine, running, wa
 	for _, in := range p.inst {
 		kv := 0.0
 		if m := p.llmFor(in, in.model); m != nil && m.KVCap > 0 {
-			kv = min(float64(in.KVUsed)/float64(m.KVCap), 1)
+			kv = min(float64(in.KVUsed())/float64(m.KVCap), 1)
 		}
 		for a := range nApps {
 			r, w := run[in.ID*nApps+a], wait[in.ID*nApps+a]
@@ -58,10 +58,10 @@ func (p *Policy) EngineGauges(emit func(app dataplane.AppID, engine, running, wa
 // the step ends, before the policy applies it.
 func (p *Policy) IterationTokens(w dataplane.WorkerID) (n int, ok bool) {
 	in := p.byWorker(w)
-	if in == nil || len(in.Iter) == 0 {
+	if in == nil || len(in.Iter()) == 0 {
 		return 0, false
 	}
-	for _, s := range in.Iter {
+	for _, s := range in.Iter() {
 		n += s.Sched
 	}
 	return n, n > 0

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/sim"
@@ -65,7 +64,10 @@ func TestGuardAdmission(t *testing.T) {
 		// 300 tokens alone take 1.54 s, in a batch of 4 ~2.55 s: late at 2 s.
 		{"tighter SLO above the knee: refused", []*seq{mk(1, 0, inter, 2*dataplane.Second), mk(2, 1, batch, 100*dataplane.Second), mk(3, 1, batch, 100*dataplane.Second)}, m.knee, false},
 	} {
-		in := &instance{Engine: llm.Engine{Running: tc.running}, floor: tc.floor}
+		in := &instance{floor: tc.floor}
+		for _, s := range tc.running {
+			in.Place(s)
+		}
 		h := mk(9, 1, batch, 500*dataplane.Second)
 		if got := p.admitKeepsDeadlines(now, in, m, h); got != tc.want {
 			t.Errorf("%s: admit %v, want %v", tc.name, got, tc.want)
@@ -180,9 +182,9 @@ func TestBehind(t *testing.T) {
 			g.members = append(g.members, &seq{ID: dataplane.ReqID(100 + i), App: tc.app, Deadline: now + tc.deadline, Arrival: now + tc.deadline - slo, Tag: &seqExt{group: g}})
 		}
 		q.vq[0] = []*group{g}
-		in.Running = nil
+		in.Reset()
 		if tc.running {
-			in.Running = []*seq{{ID: 1, App: 0, Prompt: 100, Deadline: now + 2*dataplane.Second, Arrival: now - dataplane.Second}}
+			in.Place(&seq{ID: 1, App: 0, Prompt: 100, Deadline: now + 2*dataplane.Second, Arrival: now - dataplane.Second})
 		}
 		if got := q.behind(p, now, in); got != tc.want {
 			t.Errorf("%s: behind %v, want %v", tc.name, got, tc.want)

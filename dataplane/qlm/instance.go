@@ -221,7 +221,7 @@ func (p *Policy) dispatchIteration(in *instance, dur dataplane.Time, out *datapl
 		p.byApp[a] = p.byApp[a][:0]
 	}
 	var order []dataplane.AppID
-	for _, s := range in.Iter {
+	for _, s := range in.Iter() {
 		if len(p.byApp[s.App]) == 0 {
 			order = append(order, s.App)
 		}
@@ -244,7 +244,7 @@ func (p *Policy) dispatchIteration(in *instance, dur dataplane.Time, out *datapl
 // otherwise they are dropped as cancelled now, their KV freed, and never run again.
 func (p *Policy) dropCancelled(in *instance, out *dataplane.Decisions) {
 	var gone []*seq
-	for _, s := range in.Iter {
+	for _, s := range in.Iter() {
 		if r := p.view.Req(s.ID); r.CancelRequested || r.Outcome != dataplane.Pending {
 			gone = append(gone, s)
 		}
@@ -332,18 +332,18 @@ func (p *Policy) cacheBytes(in *instance) int64 {
 // instead was measured too: it held back interactive requests behind each other, W_B quick
 // interactive 79.0% against 90.2%.)
 func (p *Policy) admitKeepsDeadlines(now dataplane.Time, in *instance, m *lm, h *seq) bool {
-	if len(in.Running) == 0 {
+	if len(in.Running()) == 0 {
 		return true
 	}
 	// Throughput floor (in.floor, set by the periodic check while the waiting looser-SLO
 	// groups are behind, qlmQueue.behind):
 	// below the decode knee admission costs the running sequences little per token, and
 	// refusing it lowers throughput that the waiting requests need.
-	if len(in.Running) < in.floor {
+	if len(in.Running()) < in.floor {
 		return true
 	}
 	// Only a running sequence with a tighter SLO than h's can refuse h (below).
-	if lo, _ := sloRange(in.Running); lo >= slo(h) {
+	if lo, _ := sloRange(in.Running()); lo >= slo(h) {
 		return true
 	}
 	run := p.byDeadline(in)
@@ -384,7 +384,7 @@ func (p *Policy) admitKeepsDeadlines(now dataplane.Time, in *instance, m *lm, h 
 // reordered otherwise still comes out right: its tail after the first change is taken as
 // new. (A sort per step was 11% of a three-class QLM solve's CPU.)
 func (p *Policy) byDeadline(in *instance) []*seq {
-	running, o, sc := in.Running, &in.dl, &p.dl
+	running, o, sc := in.Running(), &in.dl, &p.dl
 	// at[i] is where prev[i] is now (-1: it left); running[:j] are the ones that stayed.
 	at, j := sc.at[:0], 0
 	for _, s := range o.prev {
@@ -516,9 +516,9 @@ func (p *Policy) protectDeadlines(now dataplane.Time, in *instance, m *lm) {
 	t := float64(now) / 1e6
 	// Not below the decode knee: there the step is flat in the batch size, so an eviction
 	// speeds the late sequence up by little and throws away the victim's work (QLM §5).
-	for len(in.Running) > max(in.floor, 1) {
+	for len(in.Running()) > max(in.floor, 1) {
 		// Only a sequence with a tighter SLO than the loosest running is protected (below).
-		if lo, hi := sloRange(in.Running); lo >= hi {
+		if lo, hi := sloRange(in.Running()); lo >= hi {
 			return
 		}
 		run := p.byDeadline(in)

@@ -57,7 +57,7 @@ func (p *Policy) externalRequests(in *instance) float64 {
 	if in.observed <= 0 {
 		return 0
 	}
-	return math.Max(0, in.observed-float64(len(in.Running)+len(in.Swapped)))
+	return math.Max(0, in.observed-float64(len(in.Running())+len(in.Swapped())))
 }
 
 // externalSeconds is the external load as work ahead of the instance's virtual queue, in

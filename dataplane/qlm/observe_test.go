@@ -69,7 +69,7 @@ func TestExternalLoadPlacement(t *testing.T) {
 			for _, in := range p.inst {
 				for range tc.own {
 					id++
-					in.Running = append(in.Running, &seq{ID: id, Model: "m", Prompt: 100, Inst: in.ID})
+					in.Place(&seq{ID: id, Model: "m", Prompt: 100, Inst: in.ID})
 				}
 			}
 			for _, o := range tc.obs {
@@ -122,7 +122,7 @@ func TestExternalLoadPulling(t *testing.T) {
 			i0, i1 := p.inst[0], p.inst[1]
 			// i0 runs 10 sequences (10 × 50 tok = 0.1 s of residual work); one group waits.
 			for k := range 10 {
-				i0.Running = append(i0.Running, &seq{ID: dataplane.ReqID(100 + k), Model: "m", Prompt: 100, Inst: 0})
+				i0.Place(&seq{ID: dataplane.ReqID(100 + k), Model: "m", Prompt: 100, Inst: 0})
 			}
 			g := &group{id: 7, model: "m", mu: 50, sd: 20, maxOut: 200, deadline: dataplane.Time(time.Hour / time.Microsecond), vq: 0}
 			g.members = []*seq{{ID: 1, Model: "m", Prompt: 100, Out: 50, Tag: &seqExt{group: g}, Inst: 0, Deadline: g.deadline}}

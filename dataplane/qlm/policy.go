@@ -133,7 +133,7 @@ type Policy struct {
 	// (Preemptions) from the goroutine that answers requests, so that count is atomic.
 	ctr *llm.Counters
 	// sch is QLM's queueing layer as the engines' scheduler policy (sched.go).
-	sch engineSched
+	sch *llm.Hooks
 	// disagg: some instances have roles (disaggpol.go).
 	disagg bool
 }
@@ -259,7 +259,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 		p.models[keyOf(pr)] = newLM(pr)
 	}
 	p.inst = nil
-	p.ctr, p.sch = &llm.Counters{}, engineSched{p}
+	p.ctr, p.sch = &llm.Counters{}, llm.NewHooks(engineSched{p})
 	// The instances are one array, not one allocation each: a 1,000-byte record alone took
 	// a 1,024-byte slot, so every instance's k-th cache line fell in the same 4 of the L1's
 	// 64 sets. In one array of 17-line records (instance) they spread over all of them.
@@ -269,7 +269,8 @@ func (p *Policy) Attach(v dataplane.View) error {
 	var lists [][]namedLLM
 	for i, in := range s.Instances {
 		x := &recs[i]
-		*x = instance{Engine: llm.Engine{ID: i, Ctr: p.ctr}, w: dataplane.WorkerID(i), gpu: in.GPU, model: in.Model, cpuBytes: in.CPUModelBytes}
+		*x = instance{Engine: llm.Engine{ID: i, AllowSwap: p.opt.swap, Ctr: p.ctr}, w: dataplane.WorkerID(i), gpu: in.GPU, model: in.Model, cpuBytes: in.CPUModelBytes}
+		x.SetScheduler(p.sch)
 		for k := range s.Profiles {
 			pr := &s.Profiles[k]
 			if in.runs(pr) {
@@ -379,7 +380,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		}
 	case dataplane.EvBatchDone:
 		in := p.byWorker(ev.Worker)
-		if in == nil || !in.Busy {
+		if in == nil || !in.Busy() {
 			return
 		}
 		in.outstanding--
@@ -516,6 +517,9 @@ func (p *Policy) capFor(model string) int {
 type plainQueue struct {
 	edf  bool
 	wait []llm.Queue
+	// hooks are wait's queues with their optional hooks resolved once (init): preemptFor
+	// and waitingFor ask at every step.
+	hooks []*llm.Hooks
 }
 
 // policyName is the registry policy of in's queue: edf for the EDF baseline, else the
@@ -535,13 +539,14 @@ func (q *plainQueue) policyName(in *instance) string {
 // init makes one waiting queue per instance.
 func (q *plainQueue) init(p *Policy) {
 	q.wait = make([]llm.Queue, len(p.inst))
+	q.hooks = make([]*llm.Hooks, len(p.inst))
 	reg := sched.Default()
 	for i, in := range p.inst {
 		w, err := reg.New(q.policyName(in))
 		if err != nil {
 			panic(err) // in-tree names
 		}
-		q.wait[i] = w
+		q.wait[i], q.hooks[i] = w, llm.NewHooks(w)
 	}
 }
 
@@ -595,8 +600,8 @@ func (q *plainQueue) requeue(p *Policy, in *instance, s *seq) {
 // preemptFor: a queue that preempts for its head (EDF, QLM §8 [ours]: evict the
 // latest-deadline running sequence, recompute).
 func (q *plainQueue) preemptFor(p *Policy, now dataplane.Time, in *instance, h *seq, _ int) bool {
-	pf, ok := q.wait[in.ID].(llm.Preemptor)
-	if !ok {
+	pf := q.hooks[in.ID].Preempt
+	if pf == nil {
 		return false
 	}
 	m := p.llmFor(in, in.model)
@@ -611,7 +616,7 @@ func (q *plainQueue) waitingFor(_ *Policy, in *instance, limit int) int {
 	if q.wait == nil {
 		return 0
 	}
-	if c, ok := q.wait[in.ID].(llm.WaitingCounter); ok {
+	if c := q.hooks[in.ID].Waiting; c != nil {
 		return c.Waiting(&in.Engine, in.model, limit)
 	}
 	return 0

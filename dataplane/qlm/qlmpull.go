@@ -23,8 +23,8 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 		return nil
 	}
 	m := p.llmFor(in, in.model)
-	empty := len(in.Running) == 0 && len(in.Swapped) == 0
-	if m != nil && len(in.Running) >= m.MaxSeqs && !empty {
+	empty := len(in.Running()) == 0 && len(in.Swapped()) == 0
+	if m != nil && len(in.Running()) >= m.MaxSeqs && !empty {
 		return nil
 	}
 	// Inside Handle (not under fullStep), with no external load: an instance of a kind that
@@ -137,7 +137,7 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 // priority, then earliest deadline, then lowest ID (deterministic); of the loaded model,
 // or any model on an instance with nothing running or swapped (paying the model swap).
 func (q *qlmQueue) split(p *Policy, in *instance) *group {
-	empty := len(in.Running) == 0 && len(in.Swapped) == 0
+	empty := len(in.Running()) == 0 && len(in.Swapped()) == 0
 	extSec := p.externalSeconds(in)
 	var best *group
 	for oi := q.nextQueued(p, 0); oi >= 0; oi = q.nextQueued(p, oi+1) {
@@ -195,11 +195,11 @@ func (q *qlmQueue) split(p *Policy, in *instance) *group {
 // sequences only to evict them at the next one (full W_B: 8,690 evictions, 89.1% overall
 // against 90.3% on the tick).
 func (q *qlmQueue) behind(p *Policy, now dataplane.Time, in *instance) bool {
-	if len(in.Running) == 0 {
+	if len(in.Running()) == 0 {
 		return false
 	}
-	tight := slo(in.Running[0])
-	for _, s := range in.Running {
+	tight := slo(in.Running()[0])
+	for _, s := range in.Running() {
 		tight = min(tight, slo(s))
 	}
 	t := float64(now)/1e6 + q.residual(p, in)

@@ -231,10 +231,10 @@ func (q *qlmQueue) residualNow(p *Policy, in *instance) float64 {
 		return ext
 	}
 	var tok float64
-	for _, s := range in.Running {
+	for _, s := range in.Running() {
 		tok += atLeast1(p.class[s.App].Out.Mean - float64(s.Gen))
 	}
-	for _, s := range in.Swapped {
+	for _, s := range in.Swapped() {
 		tok += atLeast1(p.class[s.App].Out.Mean - float64(s.Gen))
 	}
 	// theta(in, in.model), with the profile already found.
@@ -614,11 +614,11 @@ func (q *qlmQueue) requeue(p *Policy, in *instance, s *seq) {
 // group at the head of a busy instance, preempt running sequences of other groups, least
 // generated tokens first, as many as needed to admit the head group's next request.
 func (q *qlmQueue) preemptFor(p *Policy, now dataplane.Time, in *instance, h *seq, _ int) bool {
-	if !p.opt.evict || !q.headChanged[in.ID] || in.Busy {
+	if !p.opt.evict || !q.headChanged[in.ID] || in.Busy() {
 		return false
 	}
 	var v *seq
-	for _, s := range in.Running {
+	for _, s := range in.Running() {
 		// Never a sequence of the head group, nor one admitted at this instant (no
 		// admit/evict ping-pong between groups within one step).
 		if ext(s).group == ext(h).group || s.Admitted == now {

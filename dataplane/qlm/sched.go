@@ -37,7 +37,7 @@ func (a engineSched) Requeue(e *llm.Engine, s *seq) { a.p.q.requeue(a.p, a.in(e)
 // priority policy); nil keeps the engine's default.
 func (a engineSched) Victim(e *llm.Engine) *seq {
 	if pq, ok := a.p.q.(*plainQueue); ok && pq.wait != nil {
-		if vp, ok := pq.wait[e.ID].(llm.VictimPicker); ok {
+		if vp := pq.hooks[e.ID].Victim; vp != nil {
 			return vp.Victim(e)
 		}
 	}

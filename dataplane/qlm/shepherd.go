@@ -67,7 +67,7 @@ func (q *shepherdQueue) add(p *Policy, _ dataplane.Time, s *seq) {
 	for _, in := range p.routed(s.Model, ext(s).gpu) {
 		m := p.llmFor(in, s.Model)
 		load := q.tokens[in.ID]
-		for _, r := range in.Running {
+		for _, r := range in.Running() {
 			load += math.Max(p95Out(r)-float64(r.Gen), 1)
 		}
 		if t := load / m.thetaTokPerSec; t < bt {
@@ -145,7 +145,7 @@ func (q *shepherdQueue) head(p *Policy, in *instance) *seq {
 	if len(q.pending[in.ID]) > 0 {
 		return q.pending[in.ID][0]
 	}
-	if len(in.Running) > 0 || len(in.Swapped) > 0 {
+	if len(in.Running()) > 0 || len(in.Swapped()) > 0 {
 		// The static batch runs to completion; a new feasible batch twice its size preempts
 		// it (checked once per change of the waiting list).
 		if !q.dirty[in.ID] {
@@ -153,12 +153,12 @@ func (q *shepherdQueue) head(p *Policy, in *instance) *seq {
 		}
 		q.dirty[in.ID] = false
 		b, ok := q.form(p, in, p.now)
-		if !ok || len(b) < 2*(len(in.Running)+len(in.Swapped)) {
+		if !ok || len(b) < 2*(len(in.Running())+len(in.Swapped())) {
 			return nil
 		}
 		m := p.llmFor(in, in.model)
-		for len(in.Running) > 0 {
-			p.preempt(in, in.Running[len(in.Running)-1], m)
+		for len(in.Running()) > 0 {
+			p.preempt(in, in.Running()[len(in.Running())-1], m)
 		}
 		return nil // the next step finds the instance empty and forms the batch
 	}

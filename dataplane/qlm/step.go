@@ -21,10 +21,10 @@ const holdKey = -1
 
 // step starts the instance's next iteration, model switch or nothing, when it is idle.
 func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions) {
-	if in.Busy || in.loading || in.down {
+	if in.Busy() || in.loading || in.down {
 		return
 	}
-	if now < p.hold && len(in.Running) == 0 && len(in.Swapped) == 0 {
+	if now < p.hold && len(in.Running()) == 0 && len(in.Swapped()) == 0 {
 		// Requests arriving at the same instant are considered together (digest §1): an
 		// idle instance starts at the hold timer, after every arrival of this instant.
 		p.held = append(p.held, in.ID)
@@ -32,7 +32,7 @@ func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions
 	}
 	h := p.q.head(p, in)
 	if h != nil && h.Model != in.model {
-		if len(in.Running) == 0 {
+		if len(in.Running()) == 0 {
 			p.switchModel(now, in, h.Model, out)
 			return
 		}
@@ -47,15 +47,14 @@ func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions
 	if p.opt.guard && p.opt.evict {
 		p.protectDeadlines(now, in, m)
 	}
-	in.AllowSwap = p.opt.swap
-	it, ok, wake := in.Step(now, m.Model, p.sch, !in.drain)
+	it, ok, wake := in.Step(now, m.Model, !in.drain)
 	if !ok {
 		if wake != dataplane.Never {
 			out.SetTimer(wake, int64(in.ID))
 		}
 		return
 	}
-	if in.IterPrefill {
+	if in.IterPrefill() {
 		p.stats.Prefills++
 	}
 	p.stats.Iterations++
@@ -70,11 +69,11 @@ func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions
 func (p *Policy) iterationDone(now dataplane.Time, in *instance, out *dataplane.Decisions) {
 	in.allTime = in.allTime*satDecay + float64(now-in.iterStart)/1e6
 	in.allDecodes *= satDecay
-	if !in.IterPrefill {
+	if !in.IterPrefill() {
 		in.allDecodes++
 	}
 	tok := 0
-	for _, s := range in.Iter {
+	for _, s := range in.Iter() {
 		if s.Sched >= s.Need() { // a speculative decode schedules k + 1 for its 1
 			tok++
 		}
@@ -83,7 +82,7 @@ func (p *Policy) iterationDone(now dataplane.Time, in *instance, out *dataplane.
 		in.satTok = in.satTok*satDecay + float64(tok)
 		in.satTime = in.satTime*satDecay + float64(now-in.iterStart)/1e6
 		in.satDecodes *= satDecay
-		if !in.IterPrefill {
+		if !in.IterPrefill() {
 			in.satDecodes++
 		}
 	}
@@ -92,7 +91,7 @@ func (p *Policy) iterationDone(now dataplane.Time, in *instance, out *dataplane.
 	if m := p.llmFor(in, in.model); m != nil {
 		em = m.Model
 	}
-	in.Done(now, em, p.sch, func(o output) { p.stamp(now, o, out) })
+	in.Done(now, em, func(o output) { p.stamp(now, o, out) })
 }
 
 // releaseOutputs stamps the instance's outputs due after one more step (all of them when
@@ -117,11 +116,11 @@ func outputStepIdx(key int64) (int, bool) {
 // instance with nothing left to compute still ends the steps that deliver them (LLM engine
 // digest §2.5, dataplane/llm's outputstep.go), timed as a decode of their sequences' model.
 func (p *Policy) outputStep(now dataplane.Time, in *instance, out *dataplane.Decisions) {
-	if in.Busy || len(in.Outq) == 0 {
+	if in.Busy() || len(in.Outputs()) == 0 {
 		return
 	}
 	var em *llm.Model
-	if m := p.llmFor(in, in.Outq[0].S.Model); m != nil {
+	if m := p.llmFor(in, in.Outputs()[0].S.Model); m != nil {
 		em = m.Model
 	}
 	if end := in.OutputStep(now, em, func(o output) { p.stamp(now, o, out) }); end != dataplane.Never {

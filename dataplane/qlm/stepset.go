@@ -120,9 +120,9 @@ func (p *Policy) classify(in *instance, sq stepQueue) {
 	p.ss.quiet[w] &^= b
 	p.ss.idle[w] &^= b
 	switch {
-	case in.Busy || in.loading || in.down:
+	case in.Busy() || in.loading || in.down:
 		p.ss.inert[w] |= b
-	case len(in.Running) == 0 && len(in.Swapped) == 0 && sq.empty(in):
+	case len(in.Running()) == 0 && len(in.Swapped()) == 0 && sq.empty(in):
 		p.ss.quiet[w] |= b
 	}
 }
@@ -192,7 +192,7 @@ func (p *Policy) stepAll(now dataplane.Time, out *dataplane.Decisions) {
 		in.resOK = false
 		p.forgetDrain(i)
 		p.classify(in, sq)
-		if qq != nil && p.memoOn && (!in.Busy || p.dm.eager(now, in.iterEnd)) {
+		if qq != nil && p.memoOn && (!in.Busy() || p.dm.eager(now, in.iterEnd)) {
 			// Its drain for place, now while the step left its running batch and queue in
 			// cache, when a placement is likely before its iteration ends (drainMemo.eager):
 			// recomputed by place, it read them cold (at 128 instances about 22 per

@@ -50,7 +50,7 @@ func (p *Policy) TimerTokens() []dataplane.ReqID {
 // holds (TimerTokens); a sequence holding a first and a last output is named once.
 func (p *Policy) noteShown(in *instance) {
 	p.shown = p.shown[:0]
-	for _, o := range in.Outq {
+	for _, o := range in.Outputs() {
 		if !slices.Contains(p.shown, o.S.ID) {
 			p.shown = append(p.shown, o.S.ID)
 		}

@@ -111,11 +111,14 @@ func TestInTreeOrders(t *testing.T) {
 		}
 	}
 	q, _ := sched.Default().New("priority")
-	e := &llm.Engine{Running: []*llm.Seq{b, a, c}}
+	e := &llm.Engine{}
+	for _, s := range []*llm.Seq{b, a, c} {
+		e.Place(s)
+	}
 	if v := q.(llm.VictimPicker).Victim(e); v != a {
 		t.Errorf("priority victim %d, want 1 (lowest priority)", v.ID)
 	}
-	e.Running = []*llm.Seq{b, c}
+	e.Abort(a, nil)
 	if v := q.(llm.VictimPicker).Victim(e); v != c {
 		t.Errorf("priority victim %d, want 3 (same priority, later arrival)", v.ID)
 	}

@@ -28,11 +28,11 @@ func less(a, b *llm.Seq) bool {
 // PreemptFor implements llm.Preemptor: evict the running request with the latest deadline
 // (ties: the larger request ID) when it is later than head h's.
 func (q *Queue) PreemptFor(_ dataplane.Time, e *llm.Engine, m *llm.Model, h *llm.Seq) bool {
-	if len(e.Running) == 0 || e.Busy {
+	if len(e.Running()) == 0 || e.Busy() {
 		return false
 	}
 	var v *llm.Seq
-	for _, s := range e.Running {
+	for _, s := range e.Running() {
 		if v == nil || s.Deadline > v.Deadline || (s.Deadline == v.Deadline && s.ID > v.ID) {
 			v = s
 		}

@@ -25,7 +25,7 @@ func less(a, b *llm.Seq) bool {
 // Victim implements llm.VictimPicker: max(priority, arrival) over the running requests.
 func (q *Queue) Victim(e *llm.Engine) *llm.Seq {
 	var v *llm.Seq
-	for _, s := range e.Running {
+	for _, s := range e.Running() {
 		if v == nil || less(v, s) {
 			v = s
 		}
