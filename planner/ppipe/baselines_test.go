@@ -40,6 +40,7 @@ func npAnalytic(mp *formats.ModelProfile, cl *formats.Cluster, budget float64) (
 }
 
 func TestNPMatchesAnalytic(t *testing.T) {
+	t.Parallel()
 	gpus := []gpuSpec{specL4, specP4}
 	for seed := uint64(1); seed <= 8; seed++ {
 		prof := genProfile(seed, 1, 10, gpus, 0)
@@ -85,6 +86,7 @@ func TestNPMatchesAnalytic(t *testing.T) {
 // TestDARTRProcedure re-derives a DART-r plan step by step through the public API (NP plan,
 // even split of unused GPUs, one-high + one-low PPipe plan A, one-GPU plan B) and compares.
 func TestDARTRProcedure(t *testing.T) {
+	t.Parallel()
 	l4 := specL4
 	l4.levels = []int{1}
 	gpus := []gpuSpec{l4, specP4}

@@ -33,6 +33,7 @@ func costInputs(gpus []gpuSpec, models int, seed uint64, rate float64, avail []i
 // passes the verifier and the fleet check, and costs no more than the least-cost whole-GPU
 // start it is searched from; too few GPUs available is infeasible naming the rate they serve.
 func TestSolveCost(t *testing.T) {
+	t.Parallel()
 	in := costInputs([]gpuSpec{specL4, specT4}, 1, 7, 400, []int{40, 40})
 	opts := Options{Alpha: DefaultAlpha, MaxPartitions: 2, TimeLimit: 60 * time.Second, Gap: 1e-4, Objective: planner.ObjectiveCost, Deterministic: true}
 	pl, err := Solve(context.Background(), in, opts)

@@ -3,6 +3,7 @@ package ppipe
 import (
 	"errors"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,28 +69,33 @@ func newCutoffFixture(t *testing.T, models, P int, seed uint64, counts []int) cu
 // keeps that optimum (the fixing removes no plan that reaches the cut-off), and it fixes
 // something; a cut-off above the LP bound fixes nothing (the LP already rules it out).
 func TestFixByReducedCost(t *testing.T) {
-	fixed := 0
-	for _, c := range cutoffCases {
-		t.Run(c.name, func(t *testing.T) {
-			f := newCutoffFixture(t, c.models, c.P, c.seed, c.counts)
-			full := f.s.p.build(f.spaces, f.cfg)
-			n := fixByReducedCost(full.m, f.lp, f.opt*(1-1e-6))
-			fixed += n
-			t.Logf("%d of %d columns fixed", n, full.m.NumVars())
-			res, err := f.s.run(full, solveCall{phase: "fixed", gap: 1e-9})
-			if err != nil {
-				t.Fatalf("after fixing %d columns: %v", n, err)
-			}
-			if math.Abs(res.Objective-f.opt) > 1e-6*f.opt {
-				t.Errorf("optimum %.9g after fixing %d columns, %.9g before", res.Objective, n, f.opt)
-			}
-			above := f.s.p.build(f.spaces, f.cfg)
-			if n := fixByReducedCost(above.m, f.lp, f.lp.Objective*1.01); n != 0 {
-				t.Errorf("a cut-off above the LP bound %.6g fixed %d columns", f.lp.Objective, n)
-			}
-		})
-	}
-	if fixed == 0 {
+	t.Parallel()
+	var fixed atomic.Int64
+	// The group returns once every parallel case has, so that fixed counts them all.
+	t.Run("cases", func(t *testing.T) {
+		for _, c := range cutoffCases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				f := newCutoffFixture(t, c.models, c.P, c.seed, c.counts)
+				full := f.s.p.build(f.spaces, f.cfg)
+				n := fixByReducedCost(full.m, f.lp, f.opt*(1-1e-6))
+				fixed.Add(int64(n))
+				t.Logf("%d of %d columns fixed", n, full.m.NumVars())
+				res, err := f.s.run(full, solveCall{phase: "fixed", gap: 1e-9})
+				if err != nil {
+					t.Fatalf("after fixing %d columns: %v", n, err)
+				}
+				if math.Abs(res.Objective-f.opt) > 1e-6*f.opt {
+					t.Errorf("optimum %.9g after fixing %d columns, %.9g before", res.Objective, n, f.opt)
+				}
+				above := f.s.p.build(f.spaces, f.cfg)
+				if n := fixByReducedCost(above.m, f.lp, f.lp.Objective*1.01); n != 0 {
+					t.Errorf("a cut-off above the LP bound %.6g fixed %d columns", f.lp.Objective, n)
+				}
+			})
+		}
+	})
+	if fixed.Load() == 0 {
 		t.Error("no case fixed any column: the test exercises nothing")
 	}
 }
@@ -97,8 +103,10 @@ func TestFixByReducedCost(t *testing.T) {
 // TestCutoffPhase: from a plan below the optimum (NP's), the cut-off phase returns a plan and
 // a bound within the gap of each other that bracket the proven optimum.
 func TestCutoffPhase(t *testing.T) {
+	t.Parallel()
 	for _, c := range cutoffCases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newCutoffFixture(t, c.models, c.P, c.seed, c.counts)
 			gap := f.s.p.opts.Gap
 			np, err := f.s.np()

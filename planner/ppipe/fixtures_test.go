@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
@@ -26,16 +27,26 @@ func testGPUs() []gpuSpec {
 	return []gpuSpec{l4, specP4}
 }
 
+// regenerate rewrites profile.json once per -update run; regenerateErr is its error.
+var (
+	regenerate    sync.Once
+	regenerateErr error
+)
+
 // loadFixtureInputs reads testdata/ppipe/{profile.json,cluster.yaml,workload.yaml}; with
 // -update it first regenerates profile.json (synthetic, seed 7, 2 models × 6 blocks).
 func loadFixtureInputs(t *testing.T) Inputs {
 	t.Helper()
 	if *update {
-		p := genProfile(7, 2, 6, testGPUs(), 4)
-		p.Metadata.Name = "ppipe-test"
-		p.Metadata.Description = "synthetic 6-block models m0, m1 on L4 (v 1,2) and P4; seed 7 (planner/ppipe gen_test.go)"
-		if err := formats.WriteFile(fixturePath("profile.json"), p, intree.Sections()); err != nil {
-			t.Fatal(err)
+		// Once: the tests that read the fixture run in parallel.
+		regenerate.Do(func() {
+			p := genProfile(7, 2, 6, testGPUs(), 4)
+			p.Metadata.Name = "ppipe-test"
+			p.Metadata.Description = "synthetic 6-block models m0, m1 on L4 (v 1,2) and P4; seed 7 (planner/ppipe gen_test.go)"
+			regenerateErr = formats.WriteFile(fixturePath("profile.json"), p, intree.Sections())
+		})
+		if regenerateErr != nil {
+			t.Fatal(regenerateErr)
 		}
 	}
 	prof, err := formats.ReadInto[*formats.Profile](fixturePath("profile.json"), nil)
@@ -101,6 +112,10 @@ func firstMultiStage(pl *formats.Plan) *ppipesec.PPipePipeline {
 // TestFixturePlans checks that good-plan.json verifies and that every hand-broken plan in
 // testdata/ppipe/broken is caught with its rule. -update re-solves and rewrites them.
 func TestFixturePlans(t *testing.T) {
+	// -update rewrites the files other tests read: then it runs before every parallel test.
+	if !*update {
+		t.Parallel()
+	}
 	good := fixturePath("good-plan.json")
 	if *update {
 		in := loadFixtureInputs(t)
@@ -135,6 +150,7 @@ func TestFixturePlans(t *testing.T) {
 	}
 	for rule := range brokenPlans {
 		t.Run(rule, func(t *testing.T) {
+			t.Parallel()
 			// Decoded without formats' validation (which rejects some of these on its
 			// own): Verify must catch every one independently.
 			raw, err := os.ReadFile(fixturePath("broken/" + rule + ".json"))

@@ -5,6 +5,7 @@ import "testing"
 // The recorded replicas value -1 (the authors' K^(P-D)) is a typed option in Options and
 // records back as -1; counts pass through as they are.
 func TestFlagsReplicas(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		recorded  int
 		replicas  int

@@ -300,6 +300,7 @@ func tinyInstance(seed uint64) (Inputs, int) {
 // TestOracle compares the MILP optimum with exhaustive enumeration on tiny instances
 // (≤ 4 blocks, P ≤ 2, ≤ 4 GPUs per type) in both rounding modes.
 func TestOracle(t *testing.T) {
+	t.Parallel()
 	seeds := 40
 	if testing.Short() {
 		seeds = 12

@@ -19,7 +19,9 @@ import (
 )
 
 // TestTimeLimitKeepsIncumbent: a limit far below what the 3-model P=3 case needs still gives a
-// verified plan, marked time-limit, with its gap.
+// verified plan, marked time-limit, with its gap. Not parallel: within its 3 s the LP
+// relaxation must solve for there to be a gap, which the package's other solves running
+// beside it can prevent.
 func TestTimeLimitKeepsIncumbent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("solves a large instance")
@@ -41,6 +43,7 @@ func TestTimeLimitKeepsIncumbent(t *testing.T) {
 }
 
 func TestInfeasibleSLONamesMinimum(t *testing.T) {
+	t.Parallel()
 	in := loadFixtureInputs(t)
 	_, err := Solve(context.Background(), in, Options{Alpha: DefaultAlpha, SLO: time.Millisecond})
 	skipWithoutSolver(t, err)
@@ -75,6 +78,7 @@ func TestInfeasibleSLONamesMinimum(t *testing.T) {
 }
 
 func TestInputErrors(t *testing.T) {
+	t.Parallel()
 	in := loadFixtureInputs(t)
 	cases := map[string]func(in *Inputs){
 		"unknown model": func(in *Inputs) {
@@ -112,6 +116,7 @@ func TestInputErrors(t *testing.T) {
 
 // TestDeterministic: identical inputs give byte-identical plans (solve_ms zeroed).
 func TestDeterministic(t *testing.T) {
+	t.Parallel()
 	in := loadFixtureInputs(t)
 	var prev []byte
 	for range 2 {
@@ -152,6 +157,7 @@ func FuzzVerify(f *testing.F) {
 // length 0" on a plan whose embedded profile has fewer cut sizes than blocks (the FuzzVerify
 // crasher kept in testdata/fuzz/FuzzVerify). Malformed embedded inputs are violations.
 func TestVerifyMalformed(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		mutate func(p *formats.Plan)
@@ -169,6 +175,7 @@ func TestVerifyMalformed(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			p, err := formats.ReadInto[*formats.Plan](fixturePath("good-plan.json"), intree.Sections())
 			if err != nil {
 				t.Fatal(err)
@@ -188,6 +195,7 @@ func TestVerifyMalformed(t *testing.T) {
 // TestBatchAllowance: with β the head stage of every batched pipeline budgets ρ·(b−1)/λ̂,
 // the plan still verifies, and throughput cannot exceed the β-free plan's.
 func TestBatchAllowance(t *testing.T) {
+	t.Parallel()
 	in := loadFixtureInputs(t)
 	plain, err := Solve(context.Background(), in, Options{Alpha: DefaultAlpha, MaxPartitions: 2, Gap: 1e-6})
 	skipWithoutSolver(t, err)
@@ -219,6 +227,7 @@ func TestBatchAllowance(t *testing.T) {
 // index must pass Validate and Verify alike; at least one case here shares GPUs, so the old
 // per-pool count would have refused it.
 func TestStageRoundingPlansValidate(t *testing.T) {
+	t.Parallel()
 	base := loadFixtureInputs(t)
 	shared := 0
 	for _, c := range []struct{ l4, p4 int }{{3, 5}, {5, 3}} {
@@ -255,6 +264,7 @@ func TestStageRoundingPlansValidate(t *testing.T) {
 // estimate of λ̂. It takes Options.ArrivalRate when set, else each model's workload rate_rps,
 // and records the option for re-solves.
 func TestBatchAllowanceArrivalRate(t *testing.T) {
+	t.Parallel()
 	base := loadFixtureInputs(t)
 	withRates := *base.Workload
 	withRates.Sections = maps.Clone(withRates.Sections)
@@ -272,6 +282,7 @@ func TestBatchAllowanceArrivalRate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			in := base
 			in.Workload = c.workload
 			pl, err := Solve(context.Background(), in, Options{Alpha: DefaultAlpha, MaxPartitions: 2, BatchAllowance: true, ArrivalRate: c.arrival, Deterministic: true})
@@ -312,12 +323,14 @@ func TestBatchAllowanceArrivalRate(t *testing.T) {
 // multi-model plan is found, never what an optimal solve finds: on small instances that both
 // pipelines solve to optimality, the objectives agree, and its plans verify.
 func TestContinuousCounts(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		models int
 		seed   uint64
 	}{{"2 models", 2, 5}, {"3 models", 3, 7}} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			gpus := []gpuSpec{specL4, specP4}
 			in := Inputs{Profiles: []*formats.Profile{genProfile(c.seed, c.models, 4, gpus, 0)}, Cluster: genCluster(gpus, []int{3, 8}, 30)}
 			var objs []float64

@@ -32,6 +32,7 @@ func usedGPUs(pl *formats.Plan) (used, total float64) {
 // as target_rps, only adds to the MILP's pipelines, verifies, and is deterministic; off, the
 // plan is the MILP's (idle GPUs stay idle, no surplus extra).
 func TestFillSurplus(t *testing.T) {
+	t.Parallel()
 	in := surplusCase()
 	opts := Options{Alpha: DefaultAlpha, MaxPartitions: 2, Deterministic: true, TimeLimit: 30 * time.Second}
 	off, err := Solve(context.Background(), in, opts)
@@ -116,11 +117,13 @@ func TestFillSurplus(t *testing.T) {
 // the result verifies, keeps the targets, leaves no step for any model (a second fill adds
 // nothing: no idle GPU that some pipeline could use), and is identical on a rerun.
 func TestFillSurplusFixpoint(t *testing.T) {
+	t.Parallel()
 	gp := []gpuSpec{specL4, specP4}
 	in := Inputs{Profiles: []*formats.Profile{genProfile(2, 2, 4, gp, 4)}, Cluster: genCluster(gp, []int{3, 8}, 30)}
 	for _, strategy := range []string{StrategyNP, StrategyDARTR, StrategyPPipe} {
 		for _, rounding := range []string{RoundingPipeline, RoundingStage} {
 			t.Run(strategy+"/"+rounding, func(t *testing.T) {
+				t.Parallel()
 				opts := Options{Alpha: DefaultAlpha, Strategy: strategy, Rounding: rounding, MaxPartitions: 2, SLO: 150 * time.Millisecond, Deterministic: true, TimeLimit: 30 * time.Second}.withDefaults()
 				p, err := prepare(in, opts)
 				if err != nil {
