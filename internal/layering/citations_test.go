@@ -1,11 +1,10 @@
 package layering
 
 import (
+	"fmt"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -41,35 +40,14 @@ func citingComments(t *testing.T, root string) []citingComment {
 	t.Helper()
 	var out []citingComment
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			name := d.Name()
-			if rel != "." && (name == "testdata" || name == "third_party" || strings.HasPrefix(name, ".") || name == "bin") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !sourceFile(rel) {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	err := walkSources(root, func(rel, path string, src []byte) error {
 		f, err := parser.ParseFile(fset, path, src, parser.ParseComments|parser.SkipObjectResolution)
 		if err != nil {
 			return err
 		}
 		for _, cg := range f.Comments {
-			text := cg.Text()
-			if strings.Contains(text, "§") {
-				p := fset.Position(cg.Pos())
-				out = append(out, citingComment{pos: rel + ":" + itoa(p.Line), text: text})
+			if text := cg.Text(); strings.Contains(text, "§") {
+				out = append(out, citingComment{pos: fmt.Sprintf("%s:%d", rel, fset.Position(cg.Pos()).Line), text: text})
 			}
 		}
 		return nil
@@ -78,19 +56,6 @@ func citingComments(t *testing.T, root string) []citingComment {
 		t.Fatal(err)
 	}
 	return out
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
-	}
 }
 
 // ruleWords counts the words a comment keeps once its citations are taken out.

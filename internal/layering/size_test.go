@@ -32,13 +32,10 @@ func sourceFile(rel string) bool {
 	return strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go") && !strings.HasSuffix(rel, ".pb.go")
 }
 
-// measure returns every file over maxFileLines and every function over maxFuncLines under
-// root, keyed as in oversized, with their lengths.
-func measure(root string) (map[string]int, int, error) {
-	over := map[string]int{}
-	files := 0
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+// walkSources calls fn with every production source file under root (slash path relative to
+// root, and its text), skipping fixtures, vendored code, hidden folders and bin.
+func walkSources(root string, fn func(rel, path string, src []byte) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -58,6 +55,17 @@ func measure(root string) (map[string]int, int, error) {
 		if err != nil {
 			return err
 		}
+		return fn(rel, path, src)
+	})
+}
+
+// measure returns every file over maxFileLines and every function over maxFuncLines under
+// root, keyed as in oversized, with their lengths.
+func measure(root string) (map[string]int, int, error) {
+	over := map[string]int{}
+	files := 0
+	fset := token.NewFileSet()
+	err := walkSources(root, func(rel, path string, src []byte) error {
 		files++
 		if n := strings.Count(string(src), "\n"); n > maxFileLines {
 			over[rel] = n
