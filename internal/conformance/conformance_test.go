@@ -170,7 +170,7 @@ func (idle) Handle(dataplane.Time, *dataplane.Event, *dataplane.Decisions) {}
 // TestHarnessFailsOnLostRequests: a policy that ignores its requests is caught.
 func TestHarnessFailsOnLostRequests(t *testing.T) {
 	sys, _ := systems.ByName("ppipe")
-	sys.Policies = []dataplane.PolicySpec{{Name: "idle", Serves: []string{sys.PlanSection},
+	sys.Policies = []dataplane.PolicySpec{{Name: "idle", Serves: []string{sys.PlanSection()},
 		New: func(dataplane.Config) (dataplane.Policy, error) { return idle{}, nil }}}
 	_, err := run(sys, Case{Policy: "idle", Seed: 1, Pattern: "poisson", Load: 1, Duration: dataplane.Second})
 	if !errors.Is(err, ErrViolation) {
@@ -223,8 +223,8 @@ func (refuser) Attach(dataplane.View) error { return errors.New("not this shape"
 func TestHarnessCatchesCancelAndRefusal(t *testing.T) {
 	sys, _ := systems.ByName("ppipe")
 	sys.Policies = []dataplane.PolicySpec{
-		{Name: "hoarder", Serves: []string{sys.PlanSection}, New: func(dataplane.Config) (dataplane.Policy, error) { return &hoarder{}, nil }},
-		{Name: "refuser", Serves: []string{sys.PlanSection}, New: func(dataplane.Config) (dataplane.Policy, error) { return refuser{}, nil }},
+		{Name: "hoarder", Serves: []string{sys.PlanSection()}, New: func(dataplane.Config) (dataplane.Policy, error) { return &hoarder{}, nil }},
+		{Name: "refuser", Serves: []string{sys.PlanSection()}, New: func(dataplane.Config) (dataplane.Policy, error) { return refuser{}, nil }},
 	}
 	c := Case{Policy: "hoarder", Seed: 1, Pattern: "poisson", Load: 0.3, Duration: dataplane.Second}
 	if _, err := run(sys, c); err != nil {
@@ -270,7 +270,7 @@ func TestFailureAwareSystems(t *testing.T) {
 		}
 	}
 	sys, _ := systems.ByName("ppipe")
-	sys.Policies = []dataplane.PolicySpec{{Name: "idle", Serves: []string{sys.PlanSection},
+	sys.Policies = []dataplane.PolicySpec{{Name: "idle", Serves: []string{sys.PlanSection()},
 		New: func(dataplane.Config) (dataplane.Policy, error) { return idle{}, nil }}}
 	_, err := run(sys, Case{Policy: "idle", Seed: 1, Pattern: "poisson", Load: 1, Duration: dataplane.Second, FailAt: dataplane.Second / 2})
 	if !errors.Is(err, dataplane.ErrNoFailover) {

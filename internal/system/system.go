@@ -25,10 +25,9 @@ type System struct {
 	// Doc is a one-line description.
 	Doc string
 
-	// WorkloadSections are the workload sections its planner handles ("models",
-	// "pipelines", ...); DefaultWorkload: it also plans when no workload is given.
-	WorkloadSections []string
-	DefaultWorkload  bool
+	// DefaultWorkload: its planner also plans when no workload is given (the sections it
+	// handles are its Sections.Workload, System.WorkloadSections).
+	DefaultWorkload bool
 	// Strategies are the planner's algorithms and baselines, the default first.
 	Strategies []string
 	// NewPlanner returns a planner for one solve.
@@ -36,10 +35,6 @@ type System struct {
 	// Render is how `plan solve` prints a plan of this system.
 	Render func(p *formats.Plan) []planner.Table
 
-	// PlanSection is the plan section its deployer reads (also Deployment.Kind).
-	PlanSection string
-	// HasPlan reports whether a plan carries the section.
-	HasPlan func(p *formats.Plan) bool
 	// Deploy builds the deployment of the plan's section and names its default policy.
 	Deploy func(p *formats.Plan) (*dataplane.Deployment, string, error)
 	// Policies are the runtime policies (and baselines) that serve its deployments.
@@ -70,7 +65,8 @@ type System struct {
 	// implements serve.FrontendOptions.
 	Frontends []func() serve.Frontend
 
-	// Sections are its file-format sections beyond the typed ones, and solve-error naming.
+	// Sections are its file-format sections, and solve-error naming: the one place a system
+	// names its section keys (WorkloadSections, PlanSection and HasPlan read them).
 	Sections Sections
 	// ONNXCuts tells `plan serve --workers onnx` what its stages run: one model cut into
 	// blocks per stage (PPipe), or nil/"" when each stage runs a whole model of its own.
@@ -101,9 +97,10 @@ type Engine struct {
 // cross-checked and described by the section itself (formats.SectionOf values in the
 // system's formats/sections package).
 type Sections struct {
-	// Plan is its plan section (its Key is PlanSection).
+	// Plan is its plan section: the one its deployer reads, under the key that is also
+	// Deployment.Kind.
 	Plan formats.Section
-	// Workload are its workload sections (their keys are in WorkloadSections).
+	// Workload are the workload sections its planner handles, in the order help lists them.
 	Workload []formats.Section
 	// SolveErrors, when set, puts the file that holds each of a failed solve's problems in
 	// front of it (`workload.yaml: pipelines[0].slo: ...`): names maps "cluster" and
@@ -111,10 +108,31 @@ type Sections struct {
 	SolveErrors func(err error, names map[string]string) error
 }
 
-// HasSection is a HasPlan for a system whose plan section has the typed accessor of
-// (pardsec.PlanOf): a plan carries the section when the accessor finds it.
-func HasSection[T any](of func(*formats.Plan) *T) func(*formats.Plan) bool {
-	return func(p *formats.Plan) bool { return of(p) != nil }
+// WorkloadSections are the keys of the workload sections its planner handles ("models",
+// "pipelines", ...): its Sections.Workload's, in order. Lookups by workload match them.
+func (s System) WorkloadSections() []string {
+	keys := make([]string, 0, len(s.Sections.Workload))
+	for _, w := range s.Sections.Workload {
+		keys = append(keys, w.Key())
+	}
+	return keys
+}
+
+// PlanSection is the key of the plan section its deployer reads (its Sections.Plan's, also
+// the Deployment.Kind it builds); "" for a system with no plan section.
+func (s System) PlanSection() string {
+	if s.Sections.Plan == nil {
+		return ""
+	}
+	return s.Sections.Plan.Key()
+}
+
+// HasPlan reports whether p carries the system's plan section.
+func (s System) HasPlan(p *formats.Plan) bool {
+	if p == nil || s.Sections.Plan == nil {
+		return false
+	}
+	return p.Sections[s.Sections.Plan.Key()].Value != nil
 }
 
 // PlanCapacity is a Capacity that reads the plan alone, not its deployment (of: DyOrc's,

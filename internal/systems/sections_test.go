@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,20 +100,20 @@ func TestSectionsRunFromTheRegistry(t *testing.T) {
 	}
 }
 
-// Every in-tree system registers the Sections of its plan and workload sections, under
-// their keys (typed fields of formats or its own SectionOf): a system that forgot would
-// have its files refused by every reader.
+// Every in-tree system registers the Sections of its plan and workload sections (the keys
+// its lookups go by), and every policy it registers serves deployments of its plan section:
+// a deployer's Deployment.Kind is the plan section's key, so a policy serving another kind
+// would never be offered for its plans.
 func TestInTreeSystemsRegisterTheirSections(t *testing.T) {
 	for _, s := range Default().Systems() {
-		if s.Sections.Plan == nil || s.Sections.Plan.Key() != s.PlanSection {
-			t.Errorf("%s: plan Section %v, want one under its plan section %q", s.Name, s.Sections.Plan, s.PlanSection)
+		if s.Sections.Plan == nil || len(s.Sections.Workload) == 0 {
+			t.Errorf("%s: plan Section %v, workload Sections %v: want both", s.Name, s.Sections.Plan, s.Sections.Workload)
+			continue
 		}
-		var keys []string
-		for _, w := range s.Sections.Workload {
-			keys = append(keys, w.Key())
-		}
-		if strings.Join(keys, ",") != strings.Join(s.WorkloadSections, ",") {
-			t.Errorf("%s: workload Sections %v, want %v", s.Name, keys, s.WorkloadSections)
+		for _, pol := range s.Policies {
+			if !slices.Contains(pol.Serves, s.PlanSection()) {
+				t.Errorf("%s: policy %s serves %v, not its plan section %q", s.Name, pol.Name, pol.Serves, s.PlanSection())
+			}
 		}
 	}
 }

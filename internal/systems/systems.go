@@ -148,12 +148,12 @@ func (r *Registry) ForWorkload(w *formats.Workload) (system.System, error) {
 		}
 		all := true
 		for _, sec := range secs {
-			all = all && slices.Contains(s.WorkloadSections, sec)
+			all = all && slices.Contains(s.WorkloadSections(), sec)
 		}
 		if all {
 			return s, nil
 		}
-		handles = append(handles, fmt.Sprintf("%s (%s)", s.Name, strings.Join(s.WorkloadSections, ", ")))
+		handles = append(handles, fmt.Sprintf("%s (%s)", s.Name, strings.Join(s.WorkloadSections(), ", ")))
 	}
 	if len(secs) == 0 {
 		return system.System{}, fmt.Errorf("the workload has no section to plan: it needs one of %s", strings.Join(handles, "; "))
@@ -173,10 +173,10 @@ func (r *Registry) ForPlan(p *formats.Plan) (system.System, error) {
 	var found []system.System
 	var known []string
 	for _, s := range r.systems {
-		if s.HasPlan == nil {
+		if s.Sections.Plan == nil {
 			continue
 		}
-		known = append(known, s.PlanSection)
+		known = append(known, s.PlanSection())
 		if s.HasPlan(p) {
 			found = append(found, s)
 		}
@@ -190,7 +190,7 @@ func (r *Registry) ForPlan(p *formats.Plan) (system.System, error) {
 	}
 	var names []string
 	for _, s := range found {
-		names = append(names, s.PlanSection)
+		names = append(names, s.PlanSection())
 	}
 	return system.System{}, fmt.Errorf("the plan has sections %s: a plan carries one system's section", strings.Join(names, ", "))
 }
@@ -206,7 +206,7 @@ func (r *Registry) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error
 		return nil, "", formats.ErrorList{{Path: "", Rule: err.Error()}}
 	}
 	if s.Deploy == nil {
-		return nil, "", formats.ErrorList{{Path: s.PlanSection, Rule: fmt.Sprintf("system %s cannot deploy plans yet", s.Name)}}
+		return nil, "", formats.ErrorList{{Path: s.PlanSection(), Rule: fmt.Sprintf("system %s cannot deploy plans yet", s.Name)}}
 	}
 	// A plan `plan check` fails is no plan to run: serve started with and reloaded to plans
 	// breaking their own system's constraints, an edited fleet or edited embedded inputs, and
@@ -217,7 +217,7 @@ func (r *Registry) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error
 		if c.OK {
 			continue
 		}
-		path := s.PlanSection
+		path := s.PlanSection()
 		switch c.Name {
 		case "fleet":
 			path = "fleet"

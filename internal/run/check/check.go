@@ -67,7 +67,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 		return err
 	}
 	if sys.Checker == nil {
-		return run.UsageErrorf("%s: %s: system %s has no plan checker yet", path, sys.PlanSection, sys.Name)
+		return run.UsageErrorf("%s: %s: system %s has no plan checker yet", path, sys.PlanSection(), sys.Name)
 	}
 	var golden *formats.Plan
 	if a.Golden != "" {
@@ -75,7 +75,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 			return run.UsageError(err)
 		}
 		if !sys.HasPlan(golden) {
-			return run.UsageErrorf("%s: %s: missing: the golden plan is not a %s plan like %s", a.Golden, sys.PlanSection, sys.Name, path)
+			return run.UsageErrorf("%s: %s: missing: the golden plan is not a %s plan like %s", a.Golden, sys.PlanSection(), sys.Name, path)
 		}
 	}
 	// The plan's name in messages is the path as given, so that golden/plan.json and

@@ -28,16 +28,13 @@ import (
 // System returns the CascadeServe system.
 func System() system.System {
 	return system.System{
-		Name:             "cascade",
-		Doc:              "CascadeServe: gear plans of model cascades (cascade search, QPS-range adaptation, placement + LB LP, batching) switched on measured QPS",
-		WorkloadSections: []string{"cascades"},
-		Strategies:       pc.Strategies,
-		NewPlanner:       func() planner.Planner { return &Planner{f: pc.DefaultFlags()} },
-		Render:           Render,
-		PlanSection:      dpc.Kind,
+		Name:       "cascade",
+		Doc:        "CascadeServe: gear plans of model cascades (cascade search, QPS-range adaptation, placement + LB LP, batching) switched on measured QPS",
+		Strategies: pc.Strategies,
+		NewPlanner: func() planner.Planner { return &Planner{f: pc.DefaultFlags()} },
+		Render:     Render,
 		// CascadeServe's sections, registered whole (formats/sections/cascadesec).
 		Sections: system.Sections{Plan: cascadesec.PlanSection, Workload: []formats.Section{cascadesec.WorkloadSection}},
-		HasPlan:  system.HasSection(cascadesec.PlanOf),
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpc.FromPlan(p)
 			if err == nil {

@@ -35,16 +35,13 @@ func init() { dyorc.SetSimulator(dyorcsim.PredictAtRates) }
 // System returns the DyOrc system.
 func System() system.System {
 	return system.System{
-		Name:             "dyorc",
-		Doc:              "DyOrc: speculative scheduling of dynamic ML workflows (Markov prediction, DP placement, proactive loading)",
-		WorkloadSections: []string{"workflows"},
-		Strategies:       []string{"dyorc"},
-		NewPlanner:       func() planner.Planner { return &Planner{f: dyorc.DefaultFlags()} },
-		Render:           Render,
-		PlanSection:      dpd.Kind,
+		Name:       "dyorc",
+		Doc:        "DyOrc: speculative scheduling of dynamic ML workflows (Markov prediction, DP placement, proactive loading)",
+		Strategies: []string{"dyorc"},
+		NewPlanner: func() planner.Planner { return &Planner{f: dyorc.DefaultFlags()} },
+		Render:     Render,
 		// DyOrc's sections, registered whole (formats/sections).
 		Sections: system.Sections{Plan: dyorcsec.PlanSection, Workload: []formats.Section{dyorcsec.WorkloadSection}},
-		HasPlan:  system.HasSection(dyorcsec.PlanOf),
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpd.FromPlan(p)
 			pol := dyorcsec.PlanOf(p).Policy

@@ -25,14 +25,11 @@ import (
 // System returns the PARD system.
 func System() system.System {
 	return system.System{
-		Name:             "pard",
-		Doc:              "PARD: proactive request dropping and adaptive priority in multi-model pipelines",
-		WorkloadSections: []string{"pipelines"},
-		Strategies:       []string{"pard"},
-		NewPlanner:       func() planner.Planner { return &Planner{f: pard.DefaultFlags()} },
-		Render:           Render,
-		PlanSection:      dppard.Kind,
-		HasPlan:          system.HasSection(pardsec.PlanOf),
+		Name:       "pard",
+		Doc:        "PARD: proactive request dropping and adaptive priority in multi-model pipelines",
+		Strategies: []string{"pard"},
+		NewPlanner: func() planner.Planner { return &Planner{f: pard.DefaultFlags()} },
+		Render:     Render,
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dppard.FromPARDPlan(p)
 			return d, pardsec.PlanOf(p).Policy, err

@@ -25,17 +25,14 @@ import (
 // System returns the PPipe system.
 func System() system.System {
 	return system.System{
-		Name:             "ppipe",
-		Doc:              "PPipe: pooled pipelines on heterogeneous GPUs (MILP) with reservation-based batching; NP and DART-r baselines",
-		WorkloadSections: []string{"models"},
-		DefaultWorkload:  true,
-		Strategies:       []string{ppipe.StrategyPPipe, ppipe.StrategyNP, ppipe.StrategyDARTR},
-		NewPlanner:       func() planner.Planner { return &Planner{f: ppipe.DefaultFlags()} },
-		Render:           Render,
-		PlanSection:      dpppipe.Kind,
+		Name:            "ppipe",
+		Doc:             "PPipe: pooled pipelines on heterogeneous GPUs (MILP) with reservation-based batching; NP and DART-r baselines",
+		DefaultWorkload: true,
+		Strategies:      []string{ppipe.StrategyPPipe, ppipe.StrategyNP, ppipe.StrategyDARTR},
+		NewPlanner:      func() planner.Planner { return &Planner{f: ppipe.DefaultFlags()} },
+		Render:          Render,
 		// PPipe's sections, registered whole (formats/sections).
 		Sections: system.Sections{Plan: ppipesec.PlanSection, Workload: []formats.Section{ppipesec.WorkloadSection}},
-		HasPlan:  system.HasSection(ppipesec.PlanOf),
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpppipe.FromPlan(p)
 			return d, dpppipe.DefaultPolicy, err

@@ -36,16 +36,13 @@ func init() { pq.SetSimulator(sim.PoissonPoint) }
 
 func System() system.System {
 	return system.System{
-		Name:             "qlm",
-		Doc:              "QLM: LLM serving with request groups, virtual queues, an RCT estimator and a stochastic plan generator over continuous-batching instances",
-		WorkloadSections: []string{"llm_classes"},
-		Strategies:       pq.Strategies,
-		NewPlanner:       func() planner.Planner { return &Planner{f: pq.DefaultFlags()} },
-		Render:           Render,
-		PlanSection:      dq.Kind,
+		Name:       "qlm",
+		Doc:        "QLM: LLM serving with request groups, virtual queues, an RCT estimator and a stochastic plan generator over continuous-batching instances",
+		Strategies: pq.Strategies,
+		NewPlanner: func() planner.Planner { return &Planner{f: pq.DefaultFlags()} },
+		Render:     Render,
 		// QLM's sections, registered whole (formats/sections).
 		Sections: system.Sections{Plan: qlmsec.PlanSection, Workload: []formats.Section{llmspec.WorkloadSection}},
-		HasPlan:  system.HasSection(qlmsec.PlanOf),
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dq.FromPlan(p)
 			return d, dq.PolicyQLM, err

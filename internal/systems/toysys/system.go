@@ -21,14 +21,11 @@ const Policy = "toy-fifo"
 // System returns the toy system: what a test adds to the in-tree registry.
 func System() system.System {
 	return system.System{
-		Name:             Name,
-		Doc:              "toy: fixed-latency jobs on c workers, first come first served (test-only)",
-		WorkloadSections: []string{WorkloadSection},
-		Strategies:       []string{"mdc"},
-		NewPlanner:       func() planner.Planner { return &Planner{o: Options{MaxUtil: 0.7}} },
-		Render:           Render,
-		PlanSection:      PlanSection,
-		HasPlan:          system.HasSection(planOf),
+		Name:       Name,
+		Doc:        "toy: fixed-latency jobs on c workers, first come first served (test-only)",
+		Strategies: []string{"mdc"},
+		NewPlanner: func() planner.Planner { return &Planner{o: Options{MaxUtil: 0.7}} },
+		Render:     Render,
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := Deploy(p)
 			return d, Policy, err

@@ -109,9 +109,9 @@ func TestHelpFromRegistry(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--help"}, []string{"  " + toy.Name + " ", toy.Doc, toy.WorkloadSections[0]}},
+		{[]string{"--help"}, []string{"  " + toy.Name + " ", toy.Doc, toy.WorkloadSections()[0]}},
 		{[]string{"systems"}, []string{"  " + toy.Name + " ", toy.Doc, toy.Policies[0].Name}},
-		{[]string{"solve", "--help"}, []string{"Flags of the " + toy.Name + " planner", "--toy-max-util", "  " + toy.WorkloadSections[0] + " ", "→ " + toy.Name + " "}},
+		{[]string{"solve", "--help"}, []string{"Flags of the " + toy.Name + " planner", "--toy-max-util", "  " + toy.WorkloadSections()[0] + " ", "→ " + toy.Name + " "}},
 	} {
 		out := run(c.args...)
 		for _, w := range c.want {

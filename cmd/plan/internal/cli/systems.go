@@ -43,8 +43,8 @@ type flagInfo struct {
 }
 
 func infoOf(s system.System) systemInfo {
-	in := systemInfo{Name: s.Name, Doc: s.Doc, WorkloadSections: nonNil(s.WorkloadSections), DefaultWorkload: s.DefaultWorkload,
-		Strategies: nonNil(s.Strategies), PlanSection: s.PlanSection, Policies: []string{}, Benches: []string{}, ExportTargets: []string{}}
+	in := systemInfo{Name: s.Name, Doc: s.Doc, WorkloadSections: nonNil(s.WorkloadSections()), DefaultWorkload: s.DefaultWorkload,
+		Strategies: nonNil(s.Strategies), PlanSection: s.PlanSection(), Policies: []string{}, Benches: []string{}, ExportTargets: []string{}}
 	for _, p := range s.Policies {
 		in.Policies = append(in.Policies, p.Name)
 	}
@@ -183,7 +183,7 @@ func solveUsage(cmd *cobra.Command, reg *systems.Registry) error {
 			continue
 		}
 		fs := plannerFlagSet(s)
-		secs := strings.Join(s.WorkloadSections, ", ")
+		secs := strings.Join(s.WorkloadSections(), ", ")
 		if s.DefaultWorkload {
 			secs += "; also without --workload"
 		}
@@ -216,7 +216,7 @@ func plannersHelp(reg *systems.Registry) string {
 		if s.NewPlanner == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "  %-12s → %-8s %s\n", strings.Join(s.WorkloadSections, ", "), s.Name, s.Doc)
+		fmt.Fprintf(&b, "  %-12s → %-8s %s\n", strings.Join(s.WorkloadSections(), ", "), s.Name, s.Doc)
 	}
 	return b.String()
 }
