@@ -111,6 +111,32 @@ func TritonPinned(c *tritonpb.ModelConfig, names []string, plan [][]int, mismatc
 	return count, nil
 }
 
+// ReadTriton parses a config.pbtxt a readback reads (ParseTriton) with its parameters as
+// strings (TritonParams): what every system's readback starts a Triton model from.
+func ReadTriton(data []byte) (*tritonpb.ModelConfig, map[string]string, error) {
+	c, err := ParseTriton(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, TritonParams(c), nil
+}
+
+// AnnotationParams maps the plan.dev annotations of an exported KServe object back to the
+// parameters they were written from: plan.dev/SYSTEM.X to SYSTEM.X (the system's own
+// parameters) and any other plan.dev/X to plan.X (the shared ones, export.ParamGPU, ...).
+// Other annotations are not the plan's and are left out.
+func AnnotationParams(annotations map[string]string, system string) map[string]string {
+	params := map[string]string{}
+	for k, v := range annotations {
+		if rest, ok := strings.CutPrefix(k, labelPrefix+system+"."); ok {
+			params[system+"."+rest] = v
+		} else if rest, ok := strings.CutPrefix(k, labelPrefix); ok {
+			params["plan."+rest] = v
+		}
+	}
+	return params
+}
+
 // TritonParams returns a model configuration's parameters as strings.
 func TritonParams(c *tritonpb.ModelConfig) map[string]string {
 	params := make(map[string]string, len(c.Parameters))

@@ -88,19 +88,19 @@ func ReadFiles(target string, files Files, r Readers) error {
 }
 
 func readTriton(data []byte) (Placement, bool, error) {
-	c, err := ParseTriton(data)
+	c, params, err := ReadTriton(data)
 	if err != nil {
 		return Placement{}, false, err
 	}
 	if c.Platform == "ensemble" {
 		return Placement{}, false, nil
 	}
-	pl, err := placementFrom(TritonParams(c))
+	pl, err := placementFrom(params)
 	if err != nil {
 		return pl, false, err
 	}
 	count := TritonInstances(c)
-	if v, ok := TritonParams(c)[ParamServers]; ok {
+	if v, ok := params[ParamServers]; ok {
 		servers, err := strconv.Atoi(v)
 		if err != nil || servers < 1 {
 			return pl, false, fmt.Errorf("parameters.%s: %q: must be an integer >= 1", ParamServers, v)

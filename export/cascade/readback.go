@@ -118,11 +118,10 @@ func (rb *reader) setTable(s string) error {
 }
 
 func (rb *reader) triton(data []byte) error {
-	c, err := export.ParseTriton(data)
+	c, params, err := export.ReadTriton(data)
 	if err != nil {
 		return err
 	}
-	params := export.TritonParams(c)
 	if c.Backend == "python" {
 		if params[ParamTable] == "" {
 			return fmt.Errorf("coordinator %s: no %s parameter", c.Name, ParamTable)
@@ -160,15 +159,7 @@ func (rb *reader) kserve(data []byte) error {
 		if err := yaml.UnmarshalStrict(data, &s); err != nil {
 			return err
 		}
-		params := map[string]string{}
-		for k, v := range s.Metadata.Annotations {
-			if rest, ok := strings.CutPrefix(k, "plan.dev/"); ok {
-				params["plan."+rest] = v
-			}
-			if rest, ok := strings.CutPrefix(k, "plan.dev/cascade."); ok {
-				params["cascade."+rest] = v
-			}
-		}
+		params := export.AnnotationParams(s.Metadata.Annotations, "cascade")
 		p := s.Spec.Predictor
 		if p.MinReplicas != p.MaxReplicas {
 			return fmt.Errorf("service %s: want minReplicas = maxReplicas", s.Metadata.Name)

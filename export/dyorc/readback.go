@@ -108,11 +108,10 @@ func (rb *reader) app(params map[string]string) error {
 }
 
 func (rb *reader) triton(data []byte) error {
-	c, err := export.ParseTriton(data)
+	c, params, err := export.ReadTriton(data)
 	if err != nil {
 		return err
 	}
-	params := export.TritonParams(c)
 	if c.Backend == "python" {
 		return rb.app(params)
 	}
@@ -136,19 +135,6 @@ func (rb *reader) triton(data []byte) error {
 	return rb.service(params, count, int(c.MaxBatchSize))
 }
 
-// fromAnnotations maps plan.dev/X annotations back to plan.X and plan.dev/dyorc.X to dyorc.X.
-func fromAnnotations(a map[string]string) map[string]string {
-	params := map[string]string{}
-	for k, v := range a {
-		if rest, ok := strings.CutPrefix(k, "plan.dev/dyorc."); ok {
-			params["dyorc."+rest] = v
-		} else if rest, ok := strings.CutPrefix(k, "plan.dev/"); ok {
-			params["plan."+rest] = v
-		}
-	}
-	return params
-}
-
 func (rb *reader) kserve(data []byte) error {
 	kind, err := export.KindOf(data)
 	if err != nil {
@@ -160,7 +146,7 @@ func (rb *reader) kserve(data []byte) error {
 		if err := yaml.UnmarshalStrict(data, &s); err != nil {
 			return err
 		}
-		params := fromAnnotations(s.Metadata.Annotations)
+		params := export.AnnotationParams(s.Metadata.Annotations, "dyorc")
 		p := s.Spec.Predictor
 		if p.MinReplicas != p.MaxReplicas {
 			return fmt.Errorf("service %s: want minReplicas = maxReplicas", s.Metadata.Name)
@@ -174,7 +160,7 @@ func (rb *reader) kserve(data []byte) error {
 		if err := yaml.UnmarshalStrict(data, &g); err != nil {
 			return err
 		}
-		params := fromAnnotations(g.Metadata.Annotations)
+		params := export.AnnotationParams(g.Metadata.Annotations, "dyorc")
 		if err := rb.app(params); err != nil {
 			return fmt.Errorf("graph %s: %w", g.Metadata.Name, err)
 		}

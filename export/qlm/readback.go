@@ -153,11 +153,10 @@ func (rb *reader) group(params map[string]string, unit string, replicas, gpuCoun
 // triton reads a model: the coordinator (backend python) or an instance (backend vllm,
 // with its 1/model.json).
 func (rb *reader) triton(name string, data []byte, files export.Files) error {
-	c, err := export.ParseTriton(data)
+	c, params, err := export.ReadTriton(data)
 	if err != nil {
 		return err
 	}
-	params := export.TritonParams(c)
 	switch c.Backend {
 	case "python":
 		return rb.record(params[ParamPlan])
@@ -195,17 +194,6 @@ func (rb *reader) triton(name string, data []byte, files export.Files) error {
 		return fmt.Errorf("model %s: instance group %s on GPUs %v: a tensor-parallel instance is one KIND_MODEL group", c.Name, g.Kind, got)
 	}
 	return rb.instance(params, c.Name, len(gpus), "", eng)
-}
-
-// fromAnnotations maps plan.dev/qlm.X annotations back to qlm.X.
-func fromAnnotations(a map[string]string) map[string]string {
-	params := map[string]string{}
-	for k, v := range a {
-		if rest, ok := strings.CutPrefix(k, "plan.dev/qlm."); ok {
-			params["qlm."+rest] = v
-		}
-	}
-	return params
 }
 
 // engineFromArgs parses the huggingface runtime's arguments back into the engine.
@@ -275,7 +263,7 @@ func (rb *reader) kserve(data []byte) error {
 	if s.Kind != "InferenceService" {
 		return fmt.Errorf("kind %q: a QLM export has InferenceServices only", s.Kind)
 	}
-	params := fromAnnotations(s.Metadata.Annotations)
+	params := export.AnnotationParams(s.Metadata.Annotations, "qlm")
 	if err := rb.record(params[ParamPlan]); err != nil {
 		return fmt.Errorf("service %s: %w", s.Metadata.Name, err)
 	}
