@@ -9,6 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/export/internal/tritonpb"
 	"github.com/plan-dev/plan/formats"
+	"sigs.k8s.io/yaml"
 )
 
 // Helpers the systems' exporters share to write and read back the plan records they embed.
@@ -135,6 +136,26 @@ func AnnotationParams(annotations map[string]string, system string) map[string]s
 		}
 	}
 	return params
+}
+
+// ReadFixedService reads an exported InferenceService whose replica count is fixed
+// (minReplicas = maxReplicas) and whose pods a node selector pins to the recorded GPU type,
+// with its plan parameters (AnnotationParams of system): the shape of every model or
+// service CascadeServe's and DyOrc's KServe exports write.
+func ReadFixedService(data []byte, system string) (*InferenceService, map[string]string, error) {
+	var s InferenceService
+	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+		return nil, nil, err
+	}
+	params := AnnotationParams(s.Metadata.Annotations, system)
+	p := s.Spec.Predictor
+	if p.MinReplicas != p.MaxReplicas {
+		return nil, nil, fmt.Errorf("service %s: want minReplicas = maxReplicas", s.Metadata.Name)
+	}
+	if len(p.NodeSelector) == 0 {
+		return nil, nil, fmt.Errorf("service %s: no node selector for the recorded GPU %q", s.Metadata.Name, params[ParamGPU])
+	}
+	return &s, params, nil
 }
 
 // TritonParams returns a model configuration's parameters as strings.

@@ -155,18 +155,11 @@ func (rb *reader) kserve(data []byte) error {
 	}
 	switch kind {
 	case "InferenceService":
-		var s export.InferenceService
-		if err := yaml.UnmarshalStrict(data, &s); err != nil {
+		s, params, err := export.ReadFixedService(data, "cascade")
+		if err != nil {
 			return err
 		}
-		params := export.AnnotationParams(s.Metadata.Annotations, "cascade")
 		p := s.Spec.Predictor
-		if p.MinReplicas != p.MaxReplicas {
-			return fmt.Errorf("service %s: want minReplicas = maxReplicas", s.Metadata.Name)
-		}
-		if len(p.NodeSelector) == 0 {
-			return fmt.Errorf("service %s: no node selector for the recorded GPU %q", s.Metadata.Name, params[export.ParamGPU])
-		}
 		per, err := strconv.Atoi(p.Model.Resources.Limits["nvidia.com/gpu"])
 		if err != nil || per < 1 {
 			return fmt.Errorf("service %s: nvidia.com/gpu limit %q: not a GPU count", s.Metadata.Name, p.Model.Resources.Limits["nvidia.com/gpu"])

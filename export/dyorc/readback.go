@@ -142,19 +142,11 @@ func (rb *reader) kserve(data []byte) error {
 	}
 	switch kind {
 	case "InferenceService":
-		var s export.InferenceService
-		if err := yaml.UnmarshalStrict(data, &s); err != nil {
+		s, params, err := export.ReadFixedService(data, "dyorc")
+		if err != nil {
 			return err
 		}
-		params := export.AnnotationParams(s.Metadata.Annotations, "dyorc")
-		p := s.Spec.Predictor
-		if p.MinReplicas != p.MaxReplicas {
-			return fmt.Errorf("service %s: want minReplicas = maxReplicas", s.Metadata.Name)
-		}
-		if len(p.NodeSelector) == 0 {
-			return fmt.Errorf("service %s: no node selector for the recorded GPU %q", s.Metadata.Name, params[export.ParamGPU])
-		}
-		return rb.service(params, p.MinReplicas, export.BatcherBatch(p.Batcher))
+		return rb.service(params, s.Spec.Predictor.MinReplicas, export.BatcherBatch(s.Spec.Predictor.Batcher))
 	case "InferenceGraph":
 		var g export.InferenceGraph
 		if err := yaml.UnmarshalStrict(data, &g); err != nil {
