@@ -173,6 +173,7 @@ func (e *Engine) preempt(v *Seq, m *Model, sch Scheduler, fin Finisher, allowSwa
 	}
 	if swap {
 		e.cpuUsed += bytes
+		v.swapBytes = bytes
 		v.Swapped = true
 		e.swapped = append(e.swapped, v)
 		c.KVSwaps++
@@ -184,12 +185,10 @@ func (e *Engine) preempt(v *Seq, m *Model, sch Scheduler, fin Finisher, allowSwa
 }
 
 // Abort takes s out of the running batch, the iteration in flight or the swapped set and
-// frees its KV (GPU or CPU; m may be nil when the engine no longer runs s's model); false
-// when the engine holds none of it. vLLM aborts a request whose client disconnected (digest
-// §4). Without m a swapped sequence's bytes cannot be priced, so CPUUsed keeps them (until
-// Reset): the one case where it exceeds what Swapped holds; owners pass m whenever they
-// have it.
-func (e *Engine) Abort(s *Seq, m *Model) bool {
+// frees its KV, on the GPU or in CPU memory (the bytes it was swapped out with, so also
+// when the engine no longer runs s's model); false when the engine holds none of it. vLLM
+// aborts a request whose client disconnected (digest §4): what it held is free at once.
+func (e *Engine) Abort(s *Seq) bool {
 	e.ver++
 	found := false
 	for i, x := range e.running {
@@ -210,9 +209,7 @@ func (e *Engine) Abort(s *Seq, m *Model) bool {
 		for i, x := range e.swapped {
 			if x == s {
 				e.swapped = append(e.swapped[:i], e.swapped[i+1:]...)
-				if m != nil {
-					e.cpuUsed -= int64(s.KV) * m.KVBytes
-				}
+				e.cpuUsed -= s.swapBytes
 				found = true
 				break
 			}
@@ -221,7 +218,7 @@ func (e *Engine) Abort(s *Seq, m *Model) bool {
 	if !found {
 		return false
 	}
-	s.KV, s.Swapped, s.Comp, s.Sched, s.spec = 0, false, 0, 0, false
+	s.KV, s.Swapped, s.swapBytes, s.Comp, s.Sched, s.spec = 0, false, 0, 0, 0, false
 	return true
 }
 
@@ -236,7 +233,7 @@ func (e *Engine) Reset() []*Seq {
 	e.apc = nil // the instance's GPU memory, its cached blocks with it, is gone
 	e.busy = false
 	for _, s := range orphans {
-		s.KV, s.Comp, s.Sched, s.Swapped, s.ReadyAt, s.Inst, s.spec = 0, 0, 0, false, 0, -1, false
+		s.KV, s.Comp, s.Sched, s.Swapped, s.swapBytes, s.ReadyAt, s.Inst, s.spec = 0, 0, 0, false, 0, 0, -1, false
 	}
 	return orphans
 }

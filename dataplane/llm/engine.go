@@ -41,8 +41,8 @@ type Counters struct {
 //     in use (a block shared by several sequences counts once). It never exceeds the cache.
 //   - One list per sequence: a sequence is in Running (admission order, Seq.Swapped false) or
 //     in Swapped (swap-out order, Seq.Swapped true, its Seq.KV in CPU memory), never both
-//     nor twice; CPUUsed is the swapped sequences' KV in bytes (see Abort for its one
-//     exception).
+//     nor twice; CPUUsed is the swapped sequences' KV in bytes, each priced when it was
+//     swapped out, and a running sequence holds none.
 //   - The iteration: Busy while an iteration is in flight; Iter its sequences (empty when
 //     not Busy), IterPrefill whether it computes prompt or recomputed tokens; no
 //     output-only step is in flight while Busy (a real step takes over, outputstep.go).
@@ -173,8 +173,8 @@ func (e *Engine) swapIn(now dataplane.Time, m *Model) {
 			break
 		}
 		e.swapped = e.swapped[1:]
-		e.cpuUsed -= int64(s.KV) * m.KVBytes
-		s.KV = 0 // its swapped KV is back: it holds GPU blocks again
+		e.cpuUsed -= s.swapBytes
+		s.KV, s.swapBytes = 0, 0 // its swapped KV is back: it holds GPU blocks again
 		e.grow(s, need, s.Comp)
 		s.Swapped = false
 		s.ReadyAt = now + dataplane.Time(math.Ceil(float64(int64(s.Ctx())*m.KVBytes)/m.HostBytesPerUs))

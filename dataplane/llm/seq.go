@@ -74,6 +74,10 @@ type Seq struct {
 	// would have registered by then, ownCached that it did so and may find them cached.
 	regTokens int
 	ownCached bool
+	// swapBytes is the CPU memory its swapped-out KV takes (0 unless Swapped), priced by the
+	// model it was swapped out under: what leaving the swapped set frees, even after the
+	// engine moved to another model (the record grows to 256 bytes, its allocator class).
+	swapBytes int64
 }
 
 // Ctx is the tokens of its context: prompt plus generated.

@@ -56,7 +56,7 @@ func (e *Engine) Place(s *Seq) {
 }
 
 // Check reports the first invariant of the engine's state (Engine) that does not hold, for
-// m its model (nil: the block size and the swapped bytes are not checked). Nil when all
+// m its model (nil: the block size is not checked). Nil when all
 // hold. Tests call it after every change; the engine itself does not (a pass over the batch
 // per call).
 func (e *Engine) Check(m *Model) error {
@@ -70,6 +70,8 @@ func (e *Engine) Check(m *Model) error {
 			return fmt.Errorf("running request %d is marked swapped out", s.ID)
 		case s.KV < 0 || (m != nil && s.KV%m.Block != 0):
 			return fmt.Errorf("running request %d holds %d KV tokens: not whole blocks", s.ID, s.KV)
+		case s.swapBytes != 0:
+			return fmt.Errorf("running request %d keeps %d bytes of swapped KV", s.ID, s.swapBytes)
 		}
 		seen[s] = true
 		held += s.KV
@@ -83,11 +85,9 @@ func (e *Engine) Check(m *Model) error {
 			return fmt.Errorf("swapped request %d is not marked swapped out", s.ID)
 		}
 		seen[s] = true
-		if m != nil {
-			cpu += int64(s.KV) * m.KVBytes
-		}
+		cpu += s.swapBytes
 	}
-	if m != nil && cpu != e.cpuUsed {
+	if cpu != e.cpuUsed {
 		return fmt.Errorf("CPU KV %d bytes, the swapped requests hold %d", e.cpuUsed, cpu)
 	}
 	if err := e.checkKV(m, held); err != nil {

@@ -146,7 +146,7 @@ func driveEngine(t *testing.T, m *llm.Model, seed uint64) (swaps, evictions int6
 			s := all[i]
 			all = slices.Delete(all, i, i+1)
 			ver := e.Version()
-			if e.Abort(s, m) {
+			if e.Abort(s) {
 				check("abort", ver)
 			} else {
 				q.Remove(s) // waiting, or finished already
@@ -191,7 +191,7 @@ func TestEnginePlace(t *testing.T) {
 	if e.KVUsed() != 80 || len(e.Running()) != 2 || e.Check(m) != nil {
 		t.Fatalf("placed: KV %d, %d running, %v", e.KVUsed(), len(e.Running()), e.Check(m))
 	}
-	if !e.Abort(a, m) || e.KVUsed() != 48 || e.Check(m) != nil {
+	if !e.Abort(a) || e.KVUsed() != 48 || e.Check(m) != nil {
 		t.Fatalf("aborted: KV %d, %v", e.KVUsed(), e.Check(m))
 	}
 	e.Place(&llm.Seq{ID: 3, Prompt: 5, KV: 5})
@@ -236,3 +236,29 @@ type countingQueue struct {
 }
 
 func (c *countingQueue) AdmitEnd(*llm.Engine) { c.ends++ }
+
+// TestAbortFreesSwappedKV: a request swapped out to CPU memory and then aborted (its client
+// left) frees the bytes it was swapped out with, whatever model the engine runs by then:
+// QLM aborts on an instance that has moved to another model, and CPUUsed must not keep the
+// request's bytes until the instance fails.
+func TestAbortFreesSwappedKV(t *testing.T) {
+	p := flatProfile(formats.LLMEngine{SwapSpace: 1, EnablePrefixCaching: new(false)})
+	p.KVBytesPerToken = 1000
+	m := llm.NewModel(p)
+	e := &llm.Engine{AllowSwap: true, Ctr: &llm.Counters{}}
+	e.SetScheduler(fcfs.New())
+	a := &llm.Seq{ID: 1, Prompt: 20, Out: 4, Comp: 20, Gen: 1, KV: 32}
+	b := &llm.Seq{ID: 2, Prompt: 20, Out: 4, Comp: 20, Gen: 1, KV: 32}
+	e.Place(a)
+	e.Place(b)
+	e.Preempt(a, m, e.Scheduler(), true)
+	if !a.Swapped || e.CPUUsed() != 32*m.KVBytes || e.Check(m) != nil {
+		t.Fatalf("swapped: %v, CPU %d bytes (want %d), %v", a.Swapped, e.CPUUsed(), 32*m.KVBytes, e.Check(m))
+	}
+	if !e.Abort(a) || e.CPUUsed() != 0 || e.KVUsed() != 32 || len(e.Swapped()) != 0 || e.Check(nil) != nil {
+		t.Fatalf("aborted: CPU %d bytes, KV %d, %d swapped, %v", e.CPUUsed(), e.KVUsed(), len(e.Swapped()), e.Check(nil))
+	}
+	if a.Swapped || a.KV != 0 {
+		t.Errorf("aborted request still marked swapped (%v) or holding KV %d", a.Swapped, a.KV)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/dataplane/llm"
 )
 
 // DropTooLarge is the reason a request is dropped at arrival when its prompt and output can
@@ -191,11 +190,7 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 // abort takes s out of in's running batch, the iteration in flight or its swapped set and
 // frees its KV (llm.Engine.Abort); false when in holds none of it.
 func (p *Policy) abort(in *instance, s *seq) bool {
-	var m *llm.Model
-	if x := p.llmFor(in, s.Model); x != nil {
-		m = x.Model
-	}
-	if !in.Abort(s, m) {
+	if !in.Abort(s) {
 		return false
 	}
 	p.touch(in.ID)

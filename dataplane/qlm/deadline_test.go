@@ -48,7 +48,7 @@ func TestByDeadlineKeptOrder(t *testing.T) {
 				// Leave from anywhere.
 				for _, s := range slices.Clone(in.Running()) {
 					if r.Float64() < 0.15 {
-						in.Abort(s, nil)
+						in.Abort(s)
 					}
 				}
 				if step%97 == 0 {

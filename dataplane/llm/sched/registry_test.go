@@ -118,7 +118,7 @@ func TestInTreeOrders(t *testing.T) {
 	if v := q.(llm.VictimPicker).Victim(e); v != a {
 		t.Errorf("priority victim %d, want 1 (lowest priority)", v.ID)
 	}
-	e.Abort(a, nil)
+	e.Abort(a)
 	if v := q.(llm.VictimPicker).Victim(e); v != c {
 		t.Errorf("priority victim %d, want 3 (same priority, later arrival)", v.ID)
 	}
