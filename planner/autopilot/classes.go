@@ -12,23 +12,20 @@ package autopilot
 //     classes scaled by the rung's GPUs over the whole cluster's: the class mix, hence the
 //     placement's proportions, unchanged); the system's capacity model (planner/qlm
 //     PlanCapacity) then says what the rung serves.
-//   - cost (the rate solver): each class's rate_rps set to the forecast demand of its
-//     application, so QLM's least-cost solve (Mélange's buckets × GPU types) sizes the
-//     fleet for it.
+//   - cost (the rate solver, NewRateSolver as for every system): each class's rate_rps set
+//     to the forecast demand of its application, so QLM's least-cost solve (Mélange's
+//     buckets × GPU types) sizes the fleet for it.
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 
-	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 )
 
 // HasClasses reports whether plan p's demand is LLM classes: its embedded workload lists
-// llm_classes (the autopilot then re-solves them with ClassResolve or NewClassRateSolver).
+// llm_classes (the autopilot's ladder then re-solves them with ClassResolve).
 func HasClasses(p *formats.Plan) bool {
 	e := p.Provenance.Embedded
 	return e != nil && e.Workload != nil && len(llmspec.ClassesOf(e.Workload)) > 0
@@ -68,22 +65,6 @@ func clusterGPUs(c *formats.Cluster) int {
 		}
 	}
 	return n
-}
-
-// NewClassRateSolver makes the cost-objective solver (RateSolver) of base, whose embedded
-// workload must list the loop's applications as llm_classes (a QLM plan solved with
-// --objective cost): a re-solve sets each class's rate_rps to its application's demand.
-func NewClassRateSolver(base *formats.Plan, apps []string, resolve func(context.Context, *formats.Plan) (*formats.Plan, error), deploy func(*formats.Plan) (*dataplane.Deployment, error)) (*RateSolver, error) {
-	if !HasClasses(base) {
-		return nil, errors.New("autopilot: the cost objective re-solves a plan's embedded workload llm_classes (provenance.embedded.workload.llm_classes): this plan has none")
-	}
-	cls := llmspec.ClassesOf(base.Provenance.Embedded.Workload)
-	for _, a := range apps {
-		if !slices.ContainsFunc(cls, func(c llmspec.LLMClass) bool { return c.Name == a }) {
-			return nil, fmt.Errorf("autopilot: the plan's embedded workload has no llm_class %q", a)
-		}
-	}
-	return &RateSolver{l: &Ladder{Resolve: resolve, Deploy: deploy, base: base, apps: apps}, cache: map[string]rung{}}, nil
 }
 
 // setRates sets the rate_rps of w's applications named by apps to rates (in apps' order),

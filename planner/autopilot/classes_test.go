@@ -139,7 +139,7 @@ func TestClassRateSolver(t *testing.T) {
 		got = llmspec.ClassesOf(p.Provenance.Embedded.Workload)
 		return p, nil
 	}
-	r, err := NewClassRateSolver(base, []string{"code", "conv"}, resolve, qlmDeploy)
+	r, err := NewRateSolver(base, []string{"code", "conv"}, resolve, qlmDeploy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,20 +161,21 @@ func TestClassRateSolver(t *testing.T) {
 		plan *formats.Plan
 		want string
 	}{
-		{"unknown class", []string{"chat"}, base, `no llm_class "chat"`},
-		{"no classes", []string{"m"}, fakePlan(), "llm_classes"},
+		{"unknown class", []string{"chat"}, base, `no application "chat"`},
+		{"no classes", []string{"m"}, fakePlan(), "no workload application"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := NewClassRateSolver(tc.plan, tc.apps, resolve, qlmDeploy); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := NewRateSolver(tc.plan, tc.apps, resolve, qlmDeploy); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err %v, want %q", err, tc.want)
 			}
 		})
 	}
 }
 
-// TestSetRatesEverySystem: the rate solver moves the demand of every system's workload,
-// through each section's RateTargeter, and leaves the applications it does not name and
-// the original workload as they were.
+// TestSetRatesEverySystem: the rate solver takes a plan of every system (its embedded
+// workload's applications are RateTargeters) and moves the demand of every system's
+// workload, through each section's RateTargeter, leaving the applications it does not name
+// and the original workload as they were.
 func TestSetRatesEverySystem(t *testing.T) {
 	for _, file := range []string{
 		"ppipe/workload.yaml", "pard/workload.json", "cascade/workload.yaml",
@@ -190,6 +191,10 @@ func TestSetRatesEverySystem(t *testing.T) {
 				t.Fatalf("%s: no rate targets", file)
 			}
 			first := before[0].Name
+			base := &formats.Plan{Provenance: formats.Provenance{Embedded: &formats.EmbeddedInputs{Workload: w}}}
+			if _, err := NewRateSolver(base, []string{first}, nil, nil); err != nil {
+				t.Errorf("%s: the cost rate solver refuses it: %v", file, err)
+			}
 			c := *w
 			setRates(&c, []string{first}, []float64{before[0].RateRPS*2 + 1})
 			after := c.RateTargets()

@@ -17,7 +17,6 @@ import (
 	"sync/atomic"
 
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
-	"github.com/plan-dev/plan/formats/sections/ppipesec"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -240,16 +239,22 @@ type RateSolver struct {
 // RateStep is the ratio between neighbouring demands RateSolver solves for.
 const RateStep = 1.1
 
-// NewRateSolver makes the cost-objective solver of base, whose embedded workload must list
-// the loop's applications as models (a PPipe workload).
+// NewRateSolver makes the cost-objective solver of base, whose embedded workload must give
+// each of the loop's applications a rate (formats.RateTargeter: PPipe's models, PARD's
+// pipelines, CascadeServe's cascades, DyOrc's apps, QLM's llm_classes): a re-solve sets each
+// one's rate to its application's demand.
 func NewRateSolver(base *formats.Plan, apps []string, resolve func(context.Context, *formats.Plan) (*formats.Plan, error), deploy func(*formats.Plan) (*dataplane.Deployment, error)) (*RateSolver, error) {
 	e := base.Provenance.Embedded
-	if e == nil || e.Workload == nil || len(ppipesec.ModelsOf(e.Workload)) == 0 {
-		return nil, errors.New("autopilot: the cost objective re-solves a plan's embedded workload models (provenance.embedded.workload.models): this plan has none")
+	var targets []formats.RateTarget
+	if e != nil {
+		targets = e.Workload.RateTargets()
+	}
+	if len(targets) == 0 {
+		return nil, errors.New("autopilot: the cost objective re-solves a plan's embedded workload at each application's demand (provenance.embedded.workload): this plan embeds no workload application with a rate")
 	}
 	for _, a := range apps {
-		if !slices.ContainsFunc(ppipesec.ModelsOf(e.Workload), func(m ppipesec.ModelWorkload) bool { return m.Name == a }) {
-			return nil, fmt.Errorf("autopilot: the plan's embedded workload has no model %q", a)
+		if !slices.ContainsFunc(targets, func(t formats.RateTarget) bool { return t.Name == a }) {
+			return nil, fmt.Errorf("autopilot: the plan's embedded workload has no application %q with a rate", a)
 		}
 	}
 	return &RateSolver{l: &Ladder{Resolve: resolve, Deploy: deploy, base: base, apps: apps}, cache: map[string]rung{}}, nil

@@ -156,7 +156,7 @@ func TestRateSolver(t *testing.T) {
 			t.Errorf("case %d: %d GPUs over %v after %d solves, want %d %v %d", i, got.GPUs, got.OverBudget, solves, c.gpus, c.over, c.solves)
 		}
 	}
-	if _, err := NewRateSolver(fakePlan(), []string{"m"}, resolve, deploy); err == nil || !strings.Contains(err.Error(), "workload models") {
+	if _, err := NewRateSolver(fakePlan(), []string{"m"}, resolve, deploy); err == nil || !strings.Contains(err.Error(), "no workload application") {
 		t.Errorf("no embedded workload: err %v", err)
 	}
 }

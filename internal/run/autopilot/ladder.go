@@ -48,16 +48,12 @@ func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deploym
 		d, _, err := reg.Deploy(p)
 		return d, err
 	}
-	newRateSolver := pap.NewRateSolver
-	if pap.HasClasses(plan) {
-		// QLM: the demand is the llm_classes' (planner/autopilot classes.go).
-		newRateSolver = pap.NewClassRateSolver
-		if own != "cost" {
-			resolve = pap.ClassResolve(plan, resolve)
-		}
+	if pap.HasClasses(plan) && own != "cost" {
+		// QLM: a rung plans its share of the llm_classes' demand (planner/autopilot classes.go).
+		resolve = pap.ClassResolve(plan, resolve)
 	}
 	if own == "cost" {
-		r, err := newRateSolver(plan, names, resolve, deploy)
+		r, err := pap.NewRateSolver(plan, names, resolve, deploy)
 		if err != nil {
 			return nil, run.UsageErrorf("--autopilot-objective cost: %v", err)
 		}

@@ -22,6 +22,8 @@ func TestSimulateAutopilotSystems(t *testing.T) {
 	}{
 		{"pard", "testdata/autopilot/pard-plan.json", "0.4"},
 		{"dyorc", "testdata/autopilot/dyorc-plan.json", "0.3"},
+		// The cost objective re-solves any system's rates, not only PPipe's models.
+		{"pard-cost", "testdata/autopilot/pard-cost-plan.json", "0.4"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.system, func(t *testing.T) {
