@@ -144,7 +144,7 @@ func Size(ctx context.Context, p Problem, timeLimit time.Duration, gap float64) 
 	n := make([]solver.Var, K)
 	for k, t := range p.Types {
 		// A tiny tie-break toward fewer GPUs among equal costs (free GPUs count too).
-		n[k] = m.AddInteger("n_"+t.Name, 0, float64(p.bound(k)), t.Price+1e-6)
+		n[k] = m.AddInteger("n_"+t.Name, 0, float64(p.bound(k)), t.Price+tieBreakPerGPU)
 	}
 	x := make([][]solver.Var, D)
 	nd := make([][]solver.Var, D)
@@ -225,7 +225,41 @@ func Size(ctx context.Context, p Problem, timeLimit time.Duration, gap float64) 
 		sol.Cost += t.Price * float64(sol.Count[k])
 	}
 	sol.Cost = roundCost(sol.Cost)
+	sol.Bound, sol.Gap = p.costBound(res.Bound, sol.Cost)
 	return sol, nil
+}
+
+// tieBreakPerGPU is what Size's objective adds to each GPU's price: among equal costs the
+// fewer GPUs.
+const tieBreakPerGPU = 1e-6
+
+// costBound turns the solver's bound lb on Size's objective (the cost plus tieBreakPerGPU a
+// GPU) into a bound on the cost itself, and the gap of cost to it. A fleet of cost C on N GPUs
+// has objective C + tieBreakPerGPU·N, and N ≤ C/pmin (pmin the cheapest price) plus the free
+// types' GPUs, at most their bounds; so no fleet costs less than (lb − tieBreakPerGPU·free) /
+// (1 + tieBreakPerGPU/pmin), rounded down to the cost's precision and never above cost. A free
+// type without a bound bounds nothing: 0.
+func (p *Problem) costBound(lb, cost float64) (bound, gap float64) {
+	pmin, free := math.Inf(1), 0.0
+	for k, t := range p.Types {
+		if t.Price > 0 {
+			pmin = math.Min(pmin, t.Price)
+			continue
+		}
+		free += float64(p.bound(k))
+	}
+	bound = lb - tieBreakPerGPU*free
+	if !math.IsInf(pmin, 1) {
+		bound /= 1 + tieBreakPerGPU/pmin
+	}
+	if math.IsNaN(bound) || math.IsInf(bound, 0) || bound < 0 {
+		bound = 0
+	}
+	bound = math.Min(cost, math.Floor(bound*1e6)/1e6)
+	if cost > 0 {
+		gap = math.Ceil((cost-bound)/cost*1e6) / 1e6 // rounded up: still proven
+	}
+	return bound, gap
 }
 
 // MaxScale is the largest s such that s times every demand's rate is servable with all the

@@ -190,6 +190,11 @@ func TestSizeExhaustive(t *testing.T) {
 				if math.Abs(sol.Cost-want) > 1e-6 {
 					t.Errorf("seed %d: cost %g, exhaustive optimum %g (fleet %v, problem %+v)", seed, sol.Cost, want, sol.Count, p)
 				}
+				// The bound is a proof about the cost, not about the solver's objective (which
+				// adds a tie-break per GPU): never above the least cost.
+				if sol.Bound > want+1e-9 || sol.Gap < 0 || (want > 0 && sol.Gap < (sol.Cost-sol.Bound)/sol.Cost-1e-12) {
+					t.Errorf("seed %d: bound %g, gap %g for cost %g: the exhaustive optimum is %g", seed, sol.Bound, sol.Gap, sol.Cost, want)
+				}
 				for k, ty := range p.Types {
 					if sol.Count[k] > ty.Available {
 						t.Errorf("seed %d: %d GPUs of %s, %d available", seed, sol.Count[k], ty.Name, ty.Available)

@@ -83,3 +83,35 @@ func TestSummarizeSpot(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyObjectiveAndBound: a cost plan whose objective is not its cost per hour, or whose
+// bound lies above its objective (a least cost above the plan's own), contradicts itself and
+// fails verification, naming the field.
+func TestVerifyObjectiveAndBound(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	c := &formats.Cluster{GPUs: []formats.GPUPool{{Type: "L4", Count: 4, PerServer: 1, PricePerHour: f(0.5)}}}
+	for _, tc := range []struct {
+		name      string
+		objective float64
+		bound     *float64
+		want      string
+	}{
+		{"consistent", 1.5, f(1.4999), ""},
+		{"bound equal", 1.5, f(1.5), ""},
+		{"no bound", 1.5, nil, ""},
+		{"objective not the cost", 2.8, f(2.8), "provenance.objective 2.8: a cost plan's objective is its fleet.cost_per_hour 1.5"},
+		{"bound above", 1.5, f(1.6), "provenance.bound 1.6: above the objective 1.5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pardsec.SetPlan(&formats.Plan{}, &pardsec.PARDPlan{Apps: []pardsec.PARDApp{{Name: "a", Modules: []pardsec.ModulePlan{{Name: "m", GPU: "L4", Workers: 3}}}}})
+			if err := Finish(p, c); err != nil {
+				t.Fatal(err)
+			}
+			p.Provenance.Objective, p.Provenance.Bound = tc.objective, tc.bound
+			got := strings.Join(Verify(p), "\n")
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("Verify: %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -23,13 +23,54 @@ func costModel(apps []appInfo, o Options, cluster *formats.Cluster) (*solver.Mod
 	obj := func(ai *appInfo, op *option) float64 {
 		// Ties in cost go to the fewer workers, then to the most spare throughput.
 		need := ai.rate * op.latUs / 1e6 / float64(op.batch)
-		return prices[op.gpu]*float64(op.workers) + 1e-4*float64(op.workers) + 1e-7*need/float64(op.workers)
+		return prices[op.gpu]*float64(op.workers) + tieBreakPerWorker*float64(op.workers) + tieBreakPerModule*need/float64(op.workers)
 	}
 	m, vars := optionModel("pard-cost", apps, o, obj, "avail_", func(t string) (float64, bool) {
 		a := cluster.AvailableOf(t)
 		return float64(a), a < math.MaxInt
 	})
 	return m, vars, nil
+}
+
+// Tie-breaks costModel adds to a plan's cost per hour: per worker, and at most per module
+// (its spare-throughput term, need/workers ≤ 1).
+const (
+	tieBreakPerWorker = 1e-4
+	tieBreakPerModule = 1e-7
+)
+
+// recordCostBound makes the plan's bound and gap a proof about its cost per hour (the
+// objective fleet.Finish recorded) rather than about the solver's objective, which adds the
+// tie-breaks to the cost and which the throughput path rounds to whole GPUs: a plan of cost
+// C on W workers has model objective ≤ C + tieBreakPerWorker·W + tieBreakPerModule·modules,
+// and W ≤ C/pmin (pmin the cheapest price), so no plan costs less than
+// (lb − tieBreakPerModule·modules) / (1 + tieBreakPerWorker/pmin). A free GPU type bounds no
+// worker count by cost: then the plan records no bound and no gap (not proven).
+func recordCostBound(p *formats.Plan, lb float64, apps []appInfo, cluster *formats.Cluster) {
+	pv := &p.Provenance
+	pv.Bound, pv.Gap = nil, nil
+	prices, _, err := cluster.Prices()
+	if err != nil || len(prices) == 0 || math.IsInf(lb, 0) || math.IsNaN(lb) {
+		return
+	}
+	pmin := math.Inf(1)
+	for _, pr := range prices {
+		pmin = math.Min(pmin, pr)
+	}
+	if !(pmin > 0) {
+		return
+	}
+	modules := 0
+	for _, ai := range apps {
+		modules += len(ai.mods)
+	}
+	cost := pv.Objective
+	bound := math.Min(cost, (lb-tieBreakPerModule*float64(modules))/(1+tieBreakPerWorker/pmin))
+	bound = math.Floor(bound*1e6) / 1e6 // rounded down: still a bound
+	pv.Bound = formats.Proven(bound)
+	if cost > 0 {
+		pv.Gap = formats.Proven(math.Ceil((cost-bound)/cost*1e6) / 1e6) // rounded up: still proven
+	}
 }
 
 // costInfeasible explains a cost provisioning no available fleet admits: the rate the

@@ -104,7 +104,9 @@ func exhaustiveCost(in Inputs, slo time.Duration) float64 {
 }
 
 // TestProvisionCostExhaustive: on 100 random chains small enough to enumerate (≤ 3 GPU types,
-// ≤ 8 GPUs each), the cost objective's fleet costs exactly the exhaustive optimum, and an
+// ≤ 8 GPUs each), the cost objective's fleet costs exactly the exhaustive optimum, its
+// recorded objective is that cost and its bound lies at or below it (a proof about the cost,
+// not about the solver's objective with its tie-breaks, nor rounded to whole units), and an
 // instance with no feasible provisioning is bad input.
 func TestProvisionCostExhaustive(t *testing.T) {
 	feasible := 0
@@ -124,6 +126,10 @@ func TestProvisionCostExhaustive(t *testing.T) {
 		feasible++
 		if math.Abs(pl.Fleet.CostPerHour-want) > 1e-6 {
 			t.Errorf("seed %d: cost %g, exhaustive optimum %g", seed, pl.Fleet.CostPerHour, want)
+		}
+		pv := pl.Provenance
+		if pv.Objective != pl.Fleet.CostPerHour || (pv.Bound != nil && *pv.Bound > want+1e-9) || (pv.Gap != nil && *pv.Gap < 0) {
+			t.Errorf("seed %d: objective %g, bound %v, gap %v for cost %g (optimum %g)", seed, pv.Objective, formats.Num(pv.Bound), formats.Num(pv.Gap), pl.Fleet.CostPerHour, want)
 		}
 	}
 	if feasible < 40 {

@@ -151,7 +151,9 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 	}
 	plan, err := assemble(in, o, apps, vars, res, usedModels)
 	if err == nil && o.Objective == planner.ObjectiveCost {
-		err = fleet.Finish(plan, in.Cluster)
+		if err = fleet.Finish(plan, in.Cluster); err == nil {
+			recordCostBound(plan, res.Bound, apps, in.Cluster)
+		}
 	}
 	return plan, err
 }
