@@ -110,6 +110,25 @@ func (p *Plan) GPUsUsed() map[string]int {
 	return used
 }
 
+// ServedModels names the models p's sections deploy, as DNNs and as LLMs, from its plan
+// sections that are ModelUsers (a plan section answers UsedModels for the plan it is in);
+// ok false when none is, so a caller cannot tell a plan that serves no model from one whose
+// section does not say.
+func (p *Plan) ServedModels() (dnn, llm []string, ok bool) {
+	if p == nil {
+		return nil, nil, false
+	}
+	for _, k := range p.SectionKeys() {
+		u, isUser := p.Sections[k].Section.(ModelUser)
+		if !isUser {
+			continue
+		}
+		d, l := u.UsedModels(p)
+		dnn, llm, ok = append(dnn, d...), append(llm, l...), true
+	}
+	return dnn, llm, ok
+}
+
 // GPUIndexTypes maps the cluster's GPU indices (its pools in order, GPU 0 first) to their
 // type: how plan sections that place replicas on GPU indices (CascadeServe's placement,
 // DyOrc's seed placement) name the GPUs they use. nil for a nil cluster.

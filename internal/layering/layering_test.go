@@ -144,14 +144,18 @@ var because = []struct {
 	{"dataplane/qlm", "solver", "QLM's policy re-plans online (QLM §7)"},
 }
 
-// importedBy says who may import a package where the ranks alone would let more in: to is a
-// package, or with "/*" every package under it (not itself); from lists the only packages
+// importRule says who may import a package where the ranks alone would let more in: to is a
+// package, with "/*" every package under it (not itself), with "/..." it and every package
+// under it; from lists the only packages
 // (and those under them) outside to's group that may import it.
-var importedBy = []struct {
+type importRule struct {
 	to   string
 	from []string
 	why  string
-}{
+}
+
+// importedBy are the import rules: the shared ones, then each system's (systemRules).
+var importedBy = append([]importRule{
 	// DESIGN.md: nothing imports bench. cmd runs the benches (plan bench); the contract the
 	// registry and plan validate need is internal/benchapi.
 	{"bench", []string{"cmd"}, "nothing but cmd imports bench (the contract is internal/benchapi)"},
@@ -161,10 +165,63 @@ var importedBy = []struct {
 	{"bench/*", []string{"cmd", "internal/systems"}, "only cmd and the registry's system packages import a bench"},
 	// The LLM vocabulary (classes, token profiles, roles, llm_classes) is formats/llmspec, which
 	// belongs to no system; qlmsec is QLM's plan section alone. QLM's own packages read it, as
-	// does the deployment search, which writes its result as a QLM plan, and plan simulate's
-	// exact replay, which checks a trace's models against qlm.instances.
+	// does the deployment search, which writes its result as a QLM plan. plan simulate's exact
+	// replay asks the plan which models it serves (formats.Plan.ServedModels) instead.
 	{"formats/sections/qlmsec", []string{"dataplane/qlm", "planner/qlm", "export/qlm", "internal/systems/qlmsys",
-		"planner/llmdeploy", "internal/run/simulate"}, "qlmsec is QLM's plan section: the LLM vocabulary is formats/llmspec"},
+		"planner/llmdeploy"}, "qlmsec is QLM's plan section: the LLM vocabulary is formats/llmspec"},
+}, systemRules()...)
+
+// systemPackages are each in-tree system's own packages outside the registry: its planner,
+// data plane, exporters and bench, and its serve front end where it has one.
+var systemPackages = []struct {
+	name string
+	own  []string
+}{
+	{"ppipe", []string{"planner/ppipe", "dataplane/ppipe", "export/ppipe", "bench/ppipebench"}},
+	{"pard", []string{"planner/pard", "dataplane/pard", "export/pard", "bench/pardbench"}},
+	{"cascade", []string{"planner/cascade", "dataplane/cascade", "export/cascade", "bench/cascadebench"}},
+	{"qlm", []string{"planner/qlm", "dataplane/qlm", "export/qlm", "bench/qlmbench", "serve/openai"}},
+	{"dyorc", []string{"planner/dyorc", "dataplane/dyorc", "export/dyorc", "bench/dyorcbench", "serve/workflow"}},
+}
+
+// sharedImporters are the shared packages that name a system's package directly rather than
+// through the registry, per system package, each with its reason; the list only shrinks.
+var sharedImporters = map[string]struct {
+	from []string
+	why  string
+}{
+	"formats/sections/ppipesec": {[]string{"dataplane/workload", "export", "serve/load", "internal/servetest"},
+		"plan workload --from-trace writes a DNN trace as PPipe's models; the placement exporter scales PPipe's pipelines by their capacity; the HTTP floor mimics a PPipe plan; servetest builds PPipe plans for serve's tests"},
+	"formats/sections/pardsec":    {[]string{"internal/demo", "internal/servetest"}, "the demo and serve's test fixtures build PARD plans"},
+	"formats/sections/cascadesec": {[]string{"internal/run/importval", "internal/run/validate", "internal/tinycascade"}, "plan import validation and plan validate read CascadeServe's validation-records files (a file kind of its own); tinycascade is a test fixture"},
+	"formats/sections/dyorcsec":   {[]string{"sim/simscale"}, "the simulator's scale bench builds DyOrc workflows"},
+	"dataplane/*":                 {[]string{"bench/speedbench", "sim/simscale", "internal/servetest"}, "plan bench speed and the scale bench time each system's data plane; servetest deploys PPipe and PARD plans"},
+	"planner/ppipe":               {[]string{"internal/run/corpus"}, "plan bench ppipe-corpus solves generated PPipe cases as plan solve does"},
+}
+
+// systemRules are the import rules of the systems' packages: a system's section, data
+// plane, planner and exporters are imported by its own packages and the registry
+// (internal/systems), and by the shared packages sharedImporters names with their reason;
+// no other shared package names a system's package (DESIGN.md "Systems as plug-ins").
+func systemRules() []importRule {
+	var out []importRule
+	for _, s := range systemPackages {
+		for _, to := range []string{"formats/sections/" + s.name + "sec", "dataplane/" + s.name, "planner/" + s.name, "export/" + s.name} {
+			if to == "formats/sections/qlmsec" {
+				continue // its own rule above
+			}
+			from := append([]string{"internal/systems"}, s.own...)
+			why := "a system's package is imported by its own packages and the registry"
+			for key, sh := range sharedImporters {
+				if key == to || (strings.HasSuffix(key, "/*") && strings.HasPrefix(to, strings.TrimSuffix(key, "*"))) {
+					from = append(from, sh.from...)
+					why += "; " + sh.why
+				}
+			}
+			out = append(out, importRule{to + "/...", from, why})
+		}
+	}
+	return out
 }
 
 // under reports whether pkg is prefix or a package under it.
@@ -183,6 +240,9 @@ func exempt(from, to string) bool {
 // importersOf returns the importedBy entry that limits who imports to, if any.
 func importersOf(to string) (from []string, why string, ok bool) {
 	for _, e := range importedBy {
+		if tree, ok := strings.CutSuffix(e.to, "/..."); ok && under(to, tree) {
+			return e.from, e.why, true
+		}
 		if base, sub := strings.CutSuffix(e.to, "/*"); (sub && strings.HasPrefix(to, base+"/")) || (!sub && to == e.to) {
 			return e.from, e.why, true
 		}
@@ -293,6 +353,22 @@ func TestLayering(t *testing.T) {
 			t.Errorf("allowed violation %q (%s) no longer occurs: delete it from allowed", edge, why)
 		}
 	}
+	// A shared importer of a system's package that no longer imports it would let the edge
+	// back in unseen: the list only shrinks.
+	for key, sh := range sharedImporters {
+		for _, imp := range sh.from {
+			found := false
+			for from, tos := range m {
+				found = found || (under(from, imp) && slices.ContainsFunc(tos, func(to string) bool {
+					base, sub := strings.CutSuffix(key, "/*")
+					return (sub && strings.HasPrefix(to, base+"/")) || under(to, key)
+				}))
+			}
+			if !found {
+				t.Errorf("shared importer %s of %s no longer imports it: delete it from sharedImporters", imp, key)
+			}
+		}
+	}
 	// An exception that no longer occurs would let the edge back in unseen.
 	for _, b := range because {
 		found := false
@@ -376,6 +452,18 @@ func TestRuleCatches(t *testing.T) {
 		{"dataplane/qlm", "formats/sections/qlmsec", false},
 		{"formats/sections/intree", "formats/sections/qlmsec", false},
 		{"sim", "formats/llmspec", false},
+		// A system's packages behind the registry (systemRules).
+		{"sim", "dataplane/ppipe", true},
+		{"internal/run/check", "formats/sections/pardsec", true},
+		{"planner/autopilot", "formats/sections/ppipesec", true},
+		{"internal/run/simulate", "formats/sections/qlmsec", true},
+		{"export/cascade", "planner/pard", true},
+		{"internal/run/corpus", "planner/ppipe/corpus", false},
+		{"internal/run/importval", "formats/sections/cascadesec", false},
+		{"internal/systems/dyorcsys", "dataplane/dyorc", false},
+		{"serve/workflow", "dataplane/dyorc", false},
+		{"bench/speedbench", "dataplane/qlm", false},
+		{"planner/pard", "dataplane/pard", false},
 		{"cmd/plan/internal/cli", "bench", false},
 		{"internal/systems/ppipesys", "bench/ppipebench", false},
 		{"bench/pardbench", "sim", false},

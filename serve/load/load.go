@@ -29,7 +29,6 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/serve/internal/waketimer"
 	"github.com/plan-dev/plan/serve/kserve"
 )
@@ -751,9 +750,9 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 		Trace: o.Arrival.Name, Seed: o.Seed, DurationUs: o.Duration.Microseconds(), WarmupUs: max(o.Warmup, 0).Microseconds(),
 		Points: []workload.Point{{Load: workload.Round6(load), Metrics: met}},
 	}
-	if ppipesec.PlanOf(plan) != nil {
-		rep.Strategy = ppipesec.PlanOf(plan).Strategy
-	}
+	// The plan's strategy, as plan simulate labels its report (of every system, not only
+	// PPipe's), so the two reports of one plan compare field by field.
+	rep.Strategy = plan.Provenance.Strategy
 	if rep.Policy == "" {
 		// A server that does not say its policy (X-Plan-Policy): label the run with the
 		// plan's system, its section, rather than any one system's name.

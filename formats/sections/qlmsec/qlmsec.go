@@ -174,6 +174,16 @@ func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where
 	})
 }
 
+// UsedModels names the LLMs the plan's instances serve (formats.ModelUser on a plan
+// section, Plan.ServedModels): what a replayed trace's classes must find an instance of.
+func (planSection) UsedModels(doc formats.Document) (dnn, llm []string) {
+	p, _ := doc.(*formats.Plan)
+	if q := PlanOf(p); q != nil {
+		llm = formats.NamesOf(q.Instances, func(in *QLMInstance) string { return in.Model })
+	}
+	return nil, llm
+}
+
 // GPURefs lists the GPU types the plan's instances run on (formats.GPUUser).
 func (planSection) GPURefs(p *formats.Plan) []formats.GPURef {
 	if q := PlanOf(p); q != nil {

@@ -97,3 +97,18 @@ func TestCrossCheck(t *testing.T) {
 	empty := map[string]formats.Document{"x.json": qlmsec.SetPlan(&formats.Plan{}, &qlmsec.QLMPlan{})}
 	_ = formats.CheckSet(empty, secs)
 }
+
+// TestServedModels: a QLM plan names the LLMs its instances serve through the plan-side
+// ModelUser (formats.Plan.ServedModels), once per instance; a plan with no section that says
+// reports it does not know rather than that it serves nothing.
+func TestServedModels(t *testing.T) {
+	p := qlmsec.SetPlan(&formats.Plan{}, &qlmsec.QLMPlan{Instances: []qlmsec.QLMInstance{
+		{Name: "a", Model: "mistral-7b"}, {Name: "b", Model: "vicuna-13b"}, {Name: "c", Model: "mistral-7b"}}})
+	dnn, llm, ok := p.ServedModels()
+	if !ok || len(dnn) != 0 || len(llm) != 3 || llm[0] != "mistral-7b" || llm[1] != "vicuna-13b" {
+		t.Errorf("ServedModels = %v, %v, %v; want the three instances' LLMs", dnn, llm, ok)
+	}
+	if _, _, ok := (&formats.Plan{}).ServedModels(); ok {
+		t.Error("a plan with no sections says which models it serves")
+	}
+}

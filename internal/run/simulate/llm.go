@@ -9,12 +9,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"gonum.org/v1/plot/vg"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/sim"
 )
@@ -27,14 +28,18 @@ func llmReplay(planPath string, p *formats.Plan, dep *dataplane.Deployment, clas
 	if err != nil {
 		return nil, run.UsageError(err)
 	}
+	_, llms, said := p.ServedModels()
+	if !said {
+		return x, nil // the plan's section names no models: the run reports what it serves
+	}
 	served := map[string]bool{}
-	for _, in := range qlmsec.PlanOf(p).Instances {
-		served[in.Model] = true
+	for _, m := range llms {
+		served[m] = true
 	}
 	for a := range dep.Apps {
 		if row := x.Row(dataplane.AppID(a), 0); row >= 0 && !served[classes[a].Model] {
-			return nil, run.UsageErrorf("%s: requests[%d]: class %q: its model %q is served by no instance of %s (qlm.instances)",
-				traceArg, row, dep.Apps[a].Name, classes[a].Model, planPath)
+			return nil, run.UsageErrorf("%s: requests[%d]: class %q: its model %q is served by no instance of %s (%s)",
+				traceArg, row, dep.Apps[a].Name, classes[a].Model, planPath, strings.Join(p.SectionKeys(), ", "))
 		}
 	}
 	return x, nil
