@@ -106,3 +106,47 @@ func TestTestdataPlansVerify(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyPlanHoldsClaims: a plan that claims optimal without a proven bound and gap, or a
+// cost plan whose objective or bound disagrees with its fleet, fails verification (so `plan
+// check` fails it and serve refuses it), naming the field; the plan as solved passes.
+func TestVerifyPlanHoldsClaims(t *testing.T) {
+	reg := Default()
+	for _, tc := range []struct {
+		name, file string
+		edit       func(p *formats.Plan)
+		want       string
+	}{
+		{"optimal as solved", "golden/pard-4apps.json", func(*formats.Plan) {}, ""},
+		{"optimal without a bound", "golden/pard-4apps.json", func(p *formats.Plan) { p.Provenance.Bound = nil }, "provenance.status optimal"},
+		{"optimal without a gap", "golden/pard-4apps.json", func(p *formats.Plan) { p.Provenance.Gap = nil }, "provenance.status optimal"},
+		{"heuristic without a bound", "golden/pard-4apps.json", func(p *formats.Plan) {
+			p.Provenance.Status, p.Provenance.Bound, p.Provenance.Gap = "heuristic", nil, nil
+		}, ""},
+		{"cost plan as solved", "golden/qlm-cost.json", func(*formats.Plan) {}, ""},
+		{"cost objective edited", "golden/qlm-cost.json", func(p *formats.Plan) { p.Provenance.Objective++ }, "provenance.objective"},
+		{"cost bound above it", "golden/qlm-cost.json", func(p *formats.Plan) { b := p.Provenance.Objective * 1.01; p.Provenance.Bound = &b }, "provenance.bound"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", tc.file), reg.Sections())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(p)
+			s, err := reg.ForPlan(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var failed []string
+			for _, c := range VerifyPlan(s.Checker, p) {
+				if !c.OK {
+					failed = append(failed, c.Line)
+				}
+			}
+			got := strings.Join(failed, "\n")
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("failed checks %q, want one naming %q", got, tc.want)
+			}
+		})
+	}
+}
