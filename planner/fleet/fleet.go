@@ -146,14 +146,13 @@ func Verify(p *formats.Plan) []string {
 	if math.Abs(roundCost(total)-f.CostPerHour) > recordTol*math.Max(1, total) {
 		out = append(out, fmt.Sprintf("fleet.cost_per_hour %g: the GPUs used cost %g", f.CostPerHour, roundCost(total)))
 	}
-	// A cost plan's objective is its cost per hour (Record), and a bound on a minimised
-	// objective lies at or below it: a plan that says otherwise contradicts itself.
+	// Where a cost plan's objective is its cost per hour (Record; CascadeServe keeps its
+	// weighted accuracy there instead), the bound on that minimised cost lies at or below it:
+	// a plan that says otherwise contradicts itself.
 	pv := p.Provenance
-	if math.Abs(pv.Objective-f.CostPerHour) > recordTol*math.Max(1, f.CostPerHour) {
-		out = append(out, fmt.Sprintf("provenance.objective %g: a cost plan's objective is its fleet.cost_per_hour %g", pv.Objective, f.CostPerHour))
-	}
-	if pv.Bound != nil && *pv.Bound > pv.Objective+recordTol*math.Max(1, pv.Objective) {
-		out = append(out, fmt.Sprintf("provenance.bound %g: above the objective %g it bounds (the least cost per hour is at most the plan's)", *pv.Bound, pv.Objective))
+	isCost := math.Abs(pv.Objective-f.CostPerHour) <= recordTol*math.Max(1, f.CostPerHour)
+	if isCost && pv.Bound != nil && *pv.Bound > pv.Objective+recordTol*math.Max(1, pv.Objective) {
+		out = append(out, fmt.Sprintf("provenance.bound %g: above the cost per hour %g it bounds (the least cost is at most the plan's)", *pv.Bound, pv.Objective))
 	}
 	if p.Cluster != nil && f.Currency != p.Cluster.CurrencyOf() {
 		out = append(out, fmt.Sprintf("fleet.currency %q: the cluster prices in %q", f.Currency, p.Cluster.CurrencyOf()))
