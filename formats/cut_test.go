@@ -44,7 +44,7 @@ func TestRegisteredSectionsKeepOptionsOrder(t *testing.T) {
 	const plan = `{"apiVersion": "plan/v1", "kind": "Plan", "metadata": {"name": "jobs"},
   "jobs": {"rate_rps": 10},
   "provenance": {"tool": "plan", "tool_version": "test", "input_digest": "sha256:0000000000000000000000000000000000000000000000000000000000000000",
-    "options": {"strategy": "x", "gpus": 2, "alpha": 0.1}, "status": "optimal", "objective": 1, "solve_ms": 0,
+    "options": {"strategy": "x", "gpus": 2, "alpha": 0.1}, "status": "heuristic", "objective": 1, "solve_ms": 0,
     "embedded": {"workload": {"apiVersion": "plan/v1", "kind": "Workload", "metadata": {"name": "jobs"}, "jobs": {"rate_rps": 10}}}}}`
 	doc, err := Decode("plan.json", []byte(plan), jobsSet())
 	if err != nil {

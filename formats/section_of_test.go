@@ -83,7 +83,7 @@ func TestSectionOfDecode(t *testing.T) {
 // through In and Put; the plan's schema describes it from its Go type.
 func TestSectionOfInPlan(t *testing.T) {
 	secs := &SectionSet{Systems: []string{"crewer"}, Plan: []Section{crewSection}}
-	doc := `{"apiVersion":"` + APIVersion + `","kind":"Plan","metadata":{"name":"p"},"provenance":{"tool":"plan","tool_version":"dev","input_digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000","status":"optimal","objective":1,"solve_ms":0},` +
+	doc := `{"apiVersion":"` + APIVersion + `","kind":"Plan","metadata":{"name":"p"},"provenance":{"tool":"plan","tool_version":"dev","input_digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000","status":"heuristic","objective":1,"solve_ms":0},` +
 		`"crew":{"name":"a","slo":"200ms","workers":[{"gpu":"L4","count":2}]}}`
 	d, err := Decode("p.json", []byte(doc), secs)
 	if err != nil {

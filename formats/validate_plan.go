@@ -99,8 +99,10 @@ func (pv *Provenance) validate(v *validator, p string, secs *SectionSet) {
 	finiteNum(v, field(p, "objective"), pv.Objective)
 	if pv.Bound != nil {
 		finiteNum(v, field(p, "bound"), *pv.Bound)
-	} else if pv.Status == "optimal" && pv.Solver != "" {
-		v.add(field(p, "bound"), nil, "must be present: an optimal solve proves its bound")
+	} else if pv.Status == "optimal" {
+		// Optimal is a claim with a proof, whoever made the plan: a search or a baseline
+		// with no bound is "heuristic".
+		v.add(field(p, "bound"), nil, "must be present: an optimal solve proves its bound (a plan with no proof is heuristic)")
 	}
 	if pv.Gap != nil {
 		nonNegative(v, field(p, "gap"), *pv.Gap)

@@ -22,7 +22,11 @@ func TestValidatePlan(t *testing.T) {
 		{"bound Inf", f, pl(func(p *Plan) { p.Provenance.Bound = &inf }), []string{`plan.json: provenance.bound: +Inf: must be a finite number`}},
 		{"gap", f, pl(func(p *Plan) { p.Provenance.Gap = Proven(-0.1) }), []string{`plan.json: provenance.gap: -0.1: must be >= 0`}},
 		{"no bound, time-limit", f, pl(func(p *Plan) { p.Provenance.Status, p.Provenance.Bound, p.Provenance.Gap = "time-limit", nil, nil }), nil},
-		{"no bound, optimal", f, pl(func(p *Plan) { p.Provenance.Bound, p.Provenance.Gap = nil, nil }), []string{`plan.json: provenance.bound: must be present: an optimal solve proves its bound`}},
+		{"no bound, optimal", f, pl(func(p *Plan) { p.Provenance.Bound, p.Provenance.Gap = nil, nil }), []string{`plan.json: provenance.bound: must be present: an optimal solve proves its bound (a plan with no proof is heuristic)`}},
+		{"no bound, optimal, no solver", f, pl(func(p *Plan) { p.Provenance.Solver, p.Provenance.Bound, p.Provenance.Gap = "", nil, nil }), []string{`plan.json: provenance.bound: must be present: an optimal solve proves its bound (a plan with no proof is heuristic)`}},
+		{"no bound, heuristic, no solver", f, pl(func(p *Plan) {
+			p.Provenance.Solver, p.Provenance.Status, p.Provenance.Bound, p.Provenance.Gap = "", "heuristic", nil, nil
+		}), nil},
 		{"gap without bound", f, pl(func(p *Plan) { p.Provenance.Status, p.Provenance.Bound = "time-limit", nil }), []string{`plan.json: provenance.gap: 0: must be absent when no bound is recorded`}},
 		{"solve_ms", f, pl(func(p *Plan) { p.Provenance.SolveMs = -1 }), []string{`plan.json: provenance.solve_ms: -1: must be >= 0`}},
 		{"nodes", f, pl(func(p *Plan) { p.Provenance.Nodes = -1 }), []string{`plan.json: provenance.nodes: -1: must be >= 0`}},

@@ -47,11 +47,6 @@ func VerifyPlan(ck planner.Checker, p *formats.Plan) []planner.Check {
 		}
 	}
 	out = append(out, profileFit(p)...)
-	// "Optimal" is a claim with a proof: a solver's bound and the gap to it. A plan that says
-	// optimal with neither contradicts itself (a search or a baseline is "heuristic").
-	if pv := p.Provenance; pv.Status == "optimal" && (pv.Bound == nil || pv.Gap == nil) {
-		out = append(out, planner.Check{Line: "provenance.status optimal: no proven bound and gap recorded (a plan is optimal only with a proven gap; heuristic otherwise)", Name: "status"})
-	}
 	if e := p.Provenance.Embedded; e != nil && p.Provenance.InputDigest != "" {
 		d, err := formats.Digest(e)
 		switch {

@@ -346,15 +346,16 @@ func boundGap(pv formats.Provenance, gapFmt string) string {
 
 // summaryLine is solve's last line. It says "optimal" only where the plan proves it
 // (statusClaim): a plan no solver produced (QLM's placement is a greedy heuristic, QLM §5)
-// or one that proved no bound says "heuristic" and prints no bound or gap; a bound with a
-// gap above the tolerance says "best found, gap G%". The solver's version closes the line
+// or one that proved no bound says "heuristic", with the bound and gap a heuristic search
+// did prove (DyOrc's and QLM's least-cost fleets) or "no bound"; a bound with a gap above
+// the tolerance says "best found, gap G%". The solver's version closes the line
 // only where the plan records one, so no line ends in an empty "()".
 func summaryLine(sysName string, pv formats.Provenance) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s plan (strategy %s): ", sysName, pv.Strategy)
 	switch claim := statusClaim(pv); {
 	case claim == "heuristic":
-		fmt.Fprintf(&b, "heuristic, objective %.4g, no bound, ", pv.Objective)
+		fmt.Fprintf(&b, "heuristic, objective %.4g, %s, ", pv.Objective, boundGap(pv, "%.3f"))
 		if pv.Solver != "" {
 			fmt.Fprintf(&b, "%d nodes, ", pv.Nodes)
 		}
