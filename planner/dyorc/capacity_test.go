@@ -3,7 +3,6 @@ package dyorc
 import (
 	"context"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
-	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/systems/dyorcsys/dyorcsim"
 	"github.com/plan-dev/plan/sim"
 )
@@ -162,14 +160,7 @@ func TestCapacityAgreesWithSimulation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.workload, func(t *testing.T) {
-			wl, err := formats.ReadInto[*formats.Workload](filepath.Join("..", "..", "testdata", tc.workload), intree.Sections())
-			if err != nil {
-				t.Fatal(err)
-			}
-			cl, err := formats.ReadInto[*formats.Cluster](filepath.Join("..", "..", "testdata", tc.cluster), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			wl, cl := readInputs(t, tc.workload, tc.cluster)
 			p, err := Solve(context.Background(), wl, cl, nil, Options{TimeLimit: 20 * time.Second, Deterministic: true})
 			if err != nil {
 				t.Fatal(err)

@@ -10,20 +10,27 @@ import (
 	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
+// readInputs reads a workload and a cluster of the repository's testdata.
+func readInputs(t *testing.T, workload, cluster string) (*formats.Workload, *formats.Cluster) {
+	t.Helper()
+	wl, err := formats.ReadInto[*formats.Workload](filepath.Join("..", "..", "testdata", workload), intree.Sections())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := formats.ReadInto[*formats.Cluster](filepath.Join("..", "..", "testdata", cluster), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wl, cl
+}
+
 // TestSolveCostBound: the least-cost search records the bound it proves (the load and memory
 // bounds on every type's GPU count, priced), never the plan's own cost as if the search were
 // a proof: on the small workload the cheapest fleet that meets the apps' rates in simulation
 // is 4 L4s, while the bound allows 2, so the plan is a heuristic with its gap; a status of
 // optimal would need the gap closed.
 func TestSolveCostBound(t *testing.T) {
-	wl, err := formats.ReadInto[*formats.Workload](filepath.Join("..", "..", "testdata", "dyorc", "small.json"), intree.Sections())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := formats.ReadInto[*formats.Cluster](filepath.Join("..", "..", "testdata", "cost", "cluster-dyorc.yaml"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	wl, cl := readInputs(t, "dyorc/small.json", "cost/cluster-dyorc.yaml")
 	p, err := SolveCost(context.Background(), wl, cl, nil, Options{Deterministic: true})
 	if err != nil {
 		t.Fatal(err)

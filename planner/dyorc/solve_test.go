@@ -112,14 +112,7 @@ func TestResolveRecordedLimit(t *testing.T) {
 // every app's rate in simulation (4 of 16: fewer leave an app below its target), and refuses
 // a cluster too small at every count, naming the share the best count serves.
 func TestSolveMinGPUs(t *testing.T) {
-	wl, err := formats.ReadInto[*formats.Workload](filepath.Join("..", "..", "testdata", "dyorc", "small.json"), intree.Sections())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := formats.ReadInto[*formats.Cluster](filepath.Join("..", "..", "testdata", "dyorc", "cluster-small.json"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	wl, cl := readInputs(t, "dyorc/small.json", "dyorc/cluster-small.json")
 	for _, tc := range []struct {
 		gpus, want int
 		err        string
