@@ -45,10 +45,16 @@ const (
 // C on W workers has model objective ≤ C + tieBreakPerWorker·W + tieBreakPerModule·modules,
 // and W ≤ C/pmin (pmin the cheapest price), so no plan costs less than
 // (lb − tieBreakPerModule·modules) / (1 + tieBreakPerWorker/pmin). A free GPU type bounds no
-// worker count by cost: then the plan records no bound and no gap (not proven).
+// worker count by cost: then the bound is 0, which every cost meets (a free fleet is optimal
+// at gap 0, a mixed one reads "best found" with its gap). Without a solver bound the plan
+// records none and is a heuristic (an optimal plan proves its bound).
 func recordCostBound(p *formats.Plan, lb float64, apps []appInfo, cluster *formats.Cluster) {
 	pv := &p.Provenance
+	solved := pv.Status
 	pv.Bound, pv.Gap = nil, nil
+	if solved == "optimal" {
+		pv.Status = "heuristic" // until the bound below is proven
+	}
 	prices, _, err := cluster.Prices()
 	if err != nil || len(prices) == 0 || math.IsInf(lb, 0) || math.IsNaN(lb) {
 		return
@@ -57,17 +63,17 @@ func recordCostBound(p *formats.Plan, lb float64, apps []appInfo, cluster *forma
 	for _, pr := range prices {
 		pmin = math.Min(pmin, pr)
 	}
-	if !(pmin > 0) {
-		return
-	}
 	modules := 0
 	for _, ai := range apps {
 		modules += len(ai.mods)
 	}
 	cost := pv.Objective
-	bound := math.Min(cost, (lb-tieBreakPerModule*float64(modules))/(1+tieBreakPerWorker/pmin))
+	bound := 0.0
+	if pmin > 0 {
+		bound = math.Min(cost, (lb-tieBreakPerModule*float64(modules))/(1+tieBreakPerWorker/pmin))
+	}
 	bound = math.Floor(bound*1e6) / 1e6 // rounded down: still a bound
-	pv.Bound = formats.Proven(bound)
+	pv.Bound, pv.Gap, pv.Status = formats.Proven(bound), formats.Proven(0), solved
 	if cost > 0 {
 		pv.Gap = formats.Proven(math.Ceil((cost-bound)/cost*1e6) / 1e6) // rounded up: still proven
 	}

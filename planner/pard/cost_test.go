@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
 	"github.com/plan-dev/plan/planner"
 )
@@ -21,6 +22,9 @@ func randomCostCase(r *rand.Rand) (Inputs, time.Duration) {
 	c := &formats.Cluster{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindCluster}, NICGbps: 10}
 	for k := range K {
 		price := math.Round((0.2+3*r.Float64())*100) / 100
+		if r.IntN(5) == 0 {
+			price = 0 // a free type: no worker count follows from the cost
+		}
 		avail := 8
 		c.GPUs = append(c.GPUs, formats.GPUPool{Type: fmt.Sprintf("G%d", k), PerServer: 8, MemoryBytes: 16 << 30, PricePerHour: &price, Available: &avail})
 	}
@@ -106,7 +110,8 @@ func exhaustiveCost(in Inputs, slo time.Duration) float64 {
 // TestProvisionCostExhaustive: on 100 random chains small enough to enumerate (≤ 3 GPU types,
 // ≤ 8 GPUs each), the cost objective's fleet costs exactly the exhaustive optimum, its
 // recorded objective is that cost and its bound lies at or below it (a proof about the cost,
-// not about the solver's objective with its tie-breaks, nor rounded to whole units), and an
+// not about the solver's objective with its tie-breaks, nor rounded to whole units; a fifth of
+// the types are free, where the bound is 0), the plan validates, and an
 // instance with no feasible provisioning is bad input.
 func TestProvisionCostExhaustive(t *testing.T) {
 	feasible := 0
@@ -126,6 +131,9 @@ func TestProvisionCostExhaustive(t *testing.T) {
 		feasible++
 		if math.Abs(pl.Fleet.CostPerHour-want) > 1e-6 {
 			t.Errorf("seed %d: cost %g, exhaustive optimum %g", seed, pl.Fleet.CostPerHour, want)
+		}
+		if errs := pl.Validate(intree.Sections()); len(errs) > 0 {
+			t.Errorf("seed %d: the plan does not validate: %v", seed, errs)
 		}
 		pv := pl.Provenance
 		if pv.Objective != pl.Fleet.CostPerHour || (pv.Bound != nil && *pv.Bound > want+1e-9) || (pv.Gap != nil && *pv.Gap < 0) {
