@@ -56,18 +56,40 @@ const kvBlockTokens = 16
 // one (--kv-cache-dtype fp8: one byte an element).
 func KVBudget(m Model, g gpus.Spec, tp int, fp8 bool) KVMemory {
 	batched, seqs := formats.DefaultBatchedTokens(g.Name)
+	return KVBudgetWith(m, g, tp, fp8, KVSettings{BatchedTokens: batched, MaxSeqs: seqs})
+}
+
+// KVSettings are the engine settings the KV budget depends on, as vLLM names them; a zero
+// field is vLLM's default (gpu_memory_utilization 0.9, block_size 16; the token and
+// sequence budgets have no default here: the caller's engine gives them).
+type KVSettings struct {
+	BatchedTokens int     // max_num_batched_tokens: the profiling forward's rows
+	MaxSeqs       int     // max_num_seqs: the dummy sampler pass's rows
+	Utilization   float64 // gpu_memory_utilization
+	BlockTokens   int     // block_size
+}
+
+// KVBudgetWith is KVBudget under the engine settings s: the budget a server started with
+// those flags allocates.
+func KVBudgetWith(m Model, g gpus.Spec, tp int, fp8 bool, s KVSettings) KVMemory {
+	if s.Utilization <= 0 {
+		s.Utilization = memUtil
+	}
+	if s.BlockTokens <= 0 {
+		s.BlockTokens = kvBlockTokens
+	}
 	k := KVMemory{
-		GPUBytes: g.MemoryBytes, Utilization: memUtil,
+		GPUBytes: g.MemoryBytes, Utilization: s.Utilization,
 		WeightsPerGPU: m.WeightBytes() / int64(tp),
-		BatchedTokens: batched, MaxSeqs: seqs,
+		BatchedTokens: s.BatchedTokens, MaxSeqs: s.MaxSeqs,
 		NonTorch:    nonTorchBytes,
 		CUDAGraphs:  cudaGraphBytes,
-		BlockTokens: kvBlockTokens,
+		BlockTokens: s.BlockTokens,
 	}
 	if tp > 1 {
 		k.NonTorch += nonTorchTPBytes
 	}
-	k.ActivationPeak = activationPeak(m, tp, batched, seqs)
+	k.ActivationPeak = activationPeak(m, tp, s.BatchedTokens, s.MaxSeqs)
 	k.BytesPerTokenPerGPU = m.kvBytesPerTokenTP(tp) / int64(tp) * kvElemBytes(fp8) / 2
 	free := int64(math.Floor(k.Utilization*float64(k.GPUBytes))) - k.WeightsPerGPU - k.ActivationPeak - k.NonTorch - k.CUDAGraphs
 	if free <= 0 || k.BytesPerTokenPerGPU <= 0 {

@@ -259,3 +259,54 @@ func (m Model) CheckTP(tp int) error {
 	}
 	return nil
 }
+
+// LookupHF finds a catalogue model by the Hugging Face id a server was started with: the
+// catalogue's id exactly, else the same repository name under another organisation, a
+// base/chat/instruct variant (same shapes), or a quantized re-publication whose name ends
+// in a quantization suffix (RedHatAI's and Neural Magic's "-FP8-dynamic", "-FP8",
+// "-quantized.w8a8"…): the model's shapes are the base model's, and the dtype is the
+// caller's to set (Quantize). Case does not matter.
+func LookupHF(id string) (Model, error) {
+	for _, m := range models {
+		if strings.EqualFold(m.HF, id) {
+			return m, nil
+		}
+	}
+	want := hfStem(id)
+	for _, m := range models {
+		if want != "" && hfStem(m.HF) == want {
+			return m, nil
+		}
+	}
+	return Model{}, fmt.Errorf("LLM %q: no catalogue model has this Hugging Face id (known: %s)", id, strings.Join(hfIDs(), ", "))
+}
+
+// hfSuffixes are the name endings that re-publications of one architecture add: variants
+// of the same weights' shapes (chat, instruct, hf) and quantized checkpoints.
+var hfSuffixes = []string{"-fp8-dynamic", "-fp8", "-quantized.w8a8", "-quantized.w8a16", "-quantized.w4a16", "-instruct", "-chat", "-hf"}
+
+// hfStem is an id's repository name, lower case, with hfSuffixes removed from its end.
+func hfStem(id string) string {
+	_, name, ok := strings.Cut(strings.ToLower(strings.TrimSpace(id)), "/")
+	if !ok {
+		name = strings.ToLower(strings.TrimSpace(id))
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, s := range hfSuffixes {
+			if strings.HasSuffix(name, s) && len(name) > len(s) {
+				name, changed = strings.TrimSuffix(name, s), true
+			}
+		}
+	}
+	return name
+}
+
+func hfIDs() []string {
+	out := make([]string, len(models))
+	for i, m := range models {
+		out[i] = m.HF
+	}
+	sort.Strings(out)
+	return out
+}

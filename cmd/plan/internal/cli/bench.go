@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +11,10 @@ import (
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/solverbench"
 	"github.com/plan-dev/plan/bench/speedbench"
+	"github.com/plan-dev/plan/bench/vllmruns"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run/replay"
+	"github.com/plan-dev/plan/sim"
 	"github.com/plan-dev/plan/internal/benchapi"
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/run"
@@ -42,6 +47,13 @@ Every benchmark has --quick (a reduced run that finishes in under two minutes) a
 	for _, nb := range toolBenches {
 		cmd.AddCommand(newBenchSubcommand(app, nb))
 	}
+	cmd.AddCommand(newBenchSubcommand(app, func() benchapi.Bench {
+		// The real-runs check replays through `plan simulate --llm`'s engine, which sits
+		// above the benches: handed down here.
+		return &vllmruns.Command{Replay: func(_ context.Context, prof formats.LLMProfile, name string, t *formats.Trace) ([]sim.RequestRecord, error) {
+			return replay.Records(app.Systems, prof, name, t)
+		}}
+	}))
 	cmd.AddCommand(newBenchCorpusCmd(app))
 	return cmd
 }

@@ -1,0 +1,341 @@
+// Package vllmruns is `plan bench vllm-runs`: plan's LLM predictions checked against real
+// vLLM serving runs. Each run is replayed as it was driven — the analytic profile of its
+// deployment (`plan profile --llm`), its engine settings and the KV capacity vLLM
+// allocated, its shared-prefix workload at constant arrivals stage by stage — through one
+// engine (`plan simulate --llm`), and every stage's predicted E2E, TTFT and ITL are printed
+// beside the measured ones with their signed errors and the medians over the runs. The
+// bundled runs (testdata/runs.csv, cited in testdata/NOTICE.md) are the validation set; a
+// recorded baseline of the medians (testdata/baseline.json) is what CI holds them to.
+package vllmruns
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/spf13/pflag"
+
+	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/benchapi"
+)
+
+// Command is `plan bench vllm-runs`.
+type Command struct {
+	// Replay is the one-engine replay the CLI hands down (internal/run/replay.Records).
+	Replay Replayer
+
+	runs     string
+	baseline string
+	seed     uint64
+	only     []string
+}
+
+// Help implements benchapi.Bench.
+func (o *Command) Help() benchapi.Help {
+	return benchapi.Help{
+		Name:  "vllm-runs",
+		Short: "Check LLM predictions against real vLLM runs: predicted vs measured E2E, TTFT, ITL",
+		Long: `Replays each real vLLM run as it was driven and prints, per run and stage, the predicted
+and measured E2E, TTFT and ITL (mean, p90, p99) with signed errors, and the medians over the
+runs. Nothing of a run's measurement goes into its prediction: the profile is the analytic
+one (plan profile --llm MODEL --gpu GPU --tp N, FP8 for an FP8 checkpoint), the engine
+block is the run's settings (max_num_seqs, max_num_batched_tokens, gpu_memory_utilization,
+block 16, chunked prefill and prefix caching on, max_model_len 4096), the KV capacity is
+the GPU blocks vLLM allocated (plan's own estimate under the same settings is shown beside
+it), and a run that offloaded KV to CPU memory replays with that tier. The workload is
+inference-perf's shared_prefix: each request one of the run's system prompts (chosen
+uniformly, --seed) plus a fresh question, prompts 30 tokens longer for the chat template,
+exactly the output tokens, at constant intervals stage by stage.
+
+Measured ITL is (E2E mean - TTFT mean) / (output tokens - 1), recomputed from the means
+with the tokens the engine generated (the study's own column divides by a re-tokenized
+count). Client overhead (HTTP, tokenization, streaming) is inside the measured TTFT and
+E2E and not in the prediction.
+
+--runs FILE replays other runs with the same columns (the bundled file's README in
+testdata/). --baseline FILE fails (exit 1) when a median absolute error is worse than the
+recorded one by more than its tolerance.`,
+		Example: `  plan bench vllm-runs
+  plan bench vllm-runs -O json > runs.json
+  plan bench vllm-runs --baseline bench/vllmruns/testdata/baseline.json
+  plan bench vllm-runs --runs my-runs.csv --run 64,65`,
+	}
+}
+
+// Flags implements benchapi.Bench.
+func (o *Command) Flags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.runs, "runs", "", "a runs CSV (the bundled validation set's columns); default: the bundled 13 H100 runs")
+	fs.StringVar(&o.baseline, "baseline", "", "a baseline JSON of median absolute errors: exit 1 when a median is worse by more than its tolerance")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of each request's system prompt")
+	fs.StringSliceVar(&o.only, "run", nil, "replay only these run ids (comma-separated)")
+}
+
+// Report is the bench's output: every run's result and the medians over the runs.
+type Report struct {
+	Kind    string   `json:"kind"`
+	Runs    []Result `json:"runs"`
+	Medians Medians  `json:"medians"`
+	// Baseline is the check against --baseline, when given.
+	Baseline *BaselineCheck `json:"baseline,omitempty"`
+}
+
+// Run implements benchapi.Bench.
+func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
+	if o.Replay == nil {
+		return fmt.Errorf("bench vllm-runs: no replay (a bug: the CLI hands one down)")
+	}
+	name, data := EmbeddedRuns()
+	if o.runs != "" {
+		var err error
+		if data, err = formats.ReadBytesLimit(o.runs, maxRunsBytes); err != nil {
+			return bench.Usage(err)
+		}
+		name = o.runs
+	}
+	runs, err := ReadRuns(name, data)
+	if err != nil {
+		return bench.Usage(err)
+	}
+	if runs, err = selectRuns(runs, o.only); err != nil {
+		return err
+	}
+	var base *Baseline
+	if o.baseline != "" {
+		if base, err = ReadBaseline(o.baseline); err != nil {
+			return bench.Usage(err)
+		}
+	}
+	results, err := ReplayAll(ctx, runs, o.Replay, o.seed, func(done, total int) { env.Progressf("%d/%d runs", done, total) })
+	if err != nil {
+		return err
+	}
+	rep := Report{Kind: "VLLMRunsBench", Runs: results, Medians: MediansOf(results)}
+	if base != nil {
+		c := base.Check(rep.Medians)
+		rep.Baseline = &c
+	}
+	if env.JSON {
+		if err := env.WriteJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		printReport(env, rep)
+	}
+	if rep.Baseline != nil && len(rep.Baseline.Regressions) > 0 {
+		return fmt.Errorf("bench vllm-runs: worse than the baseline %s: %s", o.baseline, strings.Join(rep.Baseline.Regressions, "; "))
+	}
+	return nil
+}
+
+// selectRuns keeps the runs --run names, in the file's order; an id the file lacks is bad
+// input.
+func selectRuns(runs []Run, only []string) ([]Run, error) {
+	if len(only) == 0 {
+		return runs, nil
+	}
+	var out []Run
+	for _, id := range only {
+		i := slices.IndexFunc(runs, func(r Run) bool { return r.ID == strings.TrimSpace(id) })
+		if i < 0 {
+			ids := make([]string, len(runs))
+			for k, r := range runs {
+				ids[k] = r.ID
+			}
+			return nil, bench.Usagef("--run %s: no such run (the file holds %s)", id, strings.Join(ids, ", "))
+		}
+		out = append(out, runs[i])
+	}
+	return out, nil
+}
+
+// ReplayAll replays every run, in parallel over the CPUs, and returns the results in the
+// runs' order (each run's replay is deterministic, so the order of work does not matter).
+func ReplayAll(ctx context.Context, runs []Run, replay Replayer, seed uint64, progress func(done, total int)) ([]Result, error) {
+	out := make([]Result, len(runs))
+	errs := make([]error, len(runs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for range min(runtime.GOMAXPROCS(0), len(runs)) {
+		wg.Go(func() {
+			for i := range next {
+				if err := ctx.Err(); err != nil {
+					errs[i] = err
+					continue
+				}
+				out[i], errs[i] = Replay(ctx, runs[i], replay, seed)
+				mu.Lock()
+				done++
+				if progress != nil {
+					progress(done, len(runs))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range runs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Medians are the medians over the runs (their stage=all rows) of each figure's absolute
+// and signed error, in percent, with the worst absolute E2E mean error.
+type Medians struct {
+	Runs    int      `json:"runs"`
+	Abs     Measured `json:"abs_error_pct"`
+	Signed  Measured `json:"signed_error_pct"`
+	WorstE2 float64  `json:"worst_abs_e2e_mean_error_pct"`
+	// WorstRun is the run of WorstE2.
+	WorstRun string `json:"worst_run"`
+}
+
+// MediansOf takes the medians over the results' whole-run rows.
+func MediansOf(rs []Result) Medians {
+	m := Medians{Runs: len(rs)}
+	pick := []func(*Measured) *float64{
+		func(x *Measured) *float64 { return &x.E2EMean }, func(x *Measured) *float64 { return &x.E2EP90 },
+		func(x *Measured) *float64 { return &x.E2EP99 }, func(x *Measured) *float64 { return &x.TTFTMean },
+		func(x *Measured) *float64 { return &x.TTFTP90 }, func(x *Measured) *float64 { return &x.TTFTP99 },
+		func(x *Measured) *float64 { return &x.ITLMean },
+	}
+	for _, f := range pick {
+		var abs, signed []float64
+		for i := range rs {
+			v := *f(&rs[i].All.ErrorPct)
+			abs, signed = append(abs, math.Abs(v)), append(signed, v)
+		}
+		*f(&m.Abs), *f(&m.Signed) = round2(median(abs)), round2(median(signed))
+	}
+	for _, r := range rs {
+		if e := math.Abs(r.All.ErrorPct.E2EMean); e >= m.WorstE2 {
+			m.WorstE2, m.WorstRun = e, r.Run
+		}
+	}
+	return m
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+// Baseline is a recorded set of median absolute errors and the tolerance, in percentage
+// points, a later run may exceed each by before it counts as a regression.
+type Baseline struct {
+	// Abs are the recorded medians of absolute error, in percent.
+	Abs          Measured `json:"abs_error_pct"`
+	TolerancePts float64  `json:"tolerance_pct_points"`
+	// Note says when and on what the baseline was recorded.
+	Note string `json:"note,omitempty"`
+}
+
+// BaselineCheck is a run's medians against a baseline.
+type BaselineCheck struct {
+	Baseline    Baseline `json:"baseline"`
+	Regressions []string `json:"regressions,omitempty"`
+}
+
+// ReadBaseline reads a baseline file strictly.
+func ReadBaseline(path string) (*Baseline, error) {
+	data, err := formats.ReadBytes(path)
+	if err != nil {
+		return nil, err
+	}
+	var b Baseline
+	if err := formats.StrictUnmarshal(data, &b); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if !(b.TolerancePts >= 0) || math.IsInf(b.TolerancePts, 0) {
+		return nil, fmt.Errorf("%s: tolerance_pct_points: %g: must be a finite number >= 0", path, b.TolerancePts)
+	}
+	return &b, nil
+}
+
+// Check lists each median worse than the baseline's by more than the tolerance.
+func (b Baseline) Check(m Medians) BaselineCheck {
+	c := BaselineCheck{Baseline: b}
+	figs := []struct {
+		name      string
+		got, base float64
+	}{
+		{"E2E mean", m.Abs.E2EMean, b.Abs.E2EMean}, {"E2E p90", m.Abs.E2EP90, b.Abs.E2EP90},
+		{"E2E p99", m.Abs.E2EP99, b.Abs.E2EP99}, {"TTFT mean", m.Abs.TTFTMean, b.Abs.TTFTMean},
+		{"TTFT p90", m.Abs.TTFTP90, b.Abs.TTFTP90}, {"TTFT p99", m.Abs.TTFTP99, b.Abs.TTFTP99},
+		{"ITL mean", m.Abs.ITLMean, b.Abs.ITLMean},
+	}
+	for _, f := range figs {
+		if f.got > f.base+b.TolerancePts {
+			c.Regressions = append(c.Regressions, fmt.Sprintf("median |error| of %s %.2f%% > baseline %.2f%% + %.2f points", f.name, f.got, f.base, b.TolerancePts))
+		}
+	}
+	return c
+}
+
+// printReport writes the per-run table and the medians.
+func printReport(env benchapi.Env, rep Report) {
+	f := func(v float64) string { return fmt.Sprintf("%.1f", v) }
+	e := func(v float64) string { return fmt.Sprintf("%+.1f%%", v) }
+	var rows [][]string
+	for _, r := range rep.Runs {
+		for _, s := range append(slices.Clone(r.Stages), r.All) {
+			if s.Stage == "all" && len(r.Stages) == 1 {
+				continue
+			}
+			rate := "all"
+			if s.Stage != "all" {
+				rate = fmt.Sprintf("%g", s.RateRPS)
+			}
+			rows = append(rows, []string{r.Run, r.Deployment, rate,
+				f(s.Predicted.E2EMean), f(s.Measured.E2EMean), e(s.ErrorPct.E2EMean), e(s.ErrorPct.E2EP99),
+				f(s.Predicted.TTFTMean), f(s.Measured.TTFTMean), e(s.ErrorPct.TTFTMean), e(s.ErrorPct.TTFTP99),
+				fmt.Sprintf("%.2f", s.Predicted.ITLMean), fmt.Sprintf("%.2f", s.Measured.ITLMean), e(s.ErrorPct.ITLMean)})
+		}
+	}
+	env.Table([]string{"run", "deployment", "req/s", "e2e ms", "real", "err", "p99 err", "ttft ms", "real", "err", "p99 err", "itl ms", "real", "err"}, rows)
+	var kv [][]string
+	for _, r := range rep.Runs {
+		kv = append(kv, []string{r.Run, r.Deployment, fmt.Sprint(r.KVTokens), fmt.Sprint(r.KVEstimateTokens), e(r.KVEstimateErrorPct), fmt.Sprint(r.Preempted)})
+	}
+	fmt.Fprintln(env.Out)
+	env.Table([]string{"run", "deployment", "kv tokens (vLLM)", "plan's estimate", "err", "preempted"}, kv)
+	m := rep.Medians
+	fmt.Fprintln(env.Out)
+	env.Table([]string{"median over " + fmt.Sprint(m.Runs) + " runs", "e2e mean", "e2e p90", "e2e p99", "ttft mean", "ttft p90", "ttft p99", "itl mean"}, [][]string{
+		{"|error|", e(m.Abs.E2EMean), e(m.Abs.E2EP90), e(m.Abs.E2EP99), e(m.Abs.TTFTMean), e(m.Abs.TTFTP90), e(m.Abs.TTFTP99), e(m.Abs.ITLMean)},
+		{"signed", e(m.Signed.E2EMean), e(m.Signed.E2EP90), e(m.Signed.E2EP99), e(m.Signed.TTFTMean), e(m.Signed.TTFTP90), e(m.Signed.TTFTP99), e(m.Signed.ITLMean)},
+	})
+	fmt.Fprintf(env.Out, "worst |error| on E2E mean: %.1f%% (run %s)\n", m.WorstE2, m.WorstRun)
+	if c := rep.Baseline; c != nil {
+		if len(c.Regressions) == 0 {
+			fmt.Fprintf(env.Out, "baseline: no median worse than recorded (+%.2f points tolerance)\n", c.Baseline.TolerancePts)
+		} else {
+			for _, r := range c.Regressions {
+				fmt.Fprintln(env.Out, "baseline: "+r)
+			}
+		}
+	}
+}
