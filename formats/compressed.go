@@ -59,6 +59,33 @@ func symlinkInTree(path string) error {
 	return nil
 }
 
+// inRoot refuses path when, resolved, it lies outside directory root (resolved too), unless
+// FollowLinksOut allows it: symlinkInTree for every component between root and the file.
+func inRoot(root, path string) error {
+	if followLinksOut.Load() {
+		return nil
+	}
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
+	dir, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return err
+	}
+	if target, err = filepath.Abs(target); err != nil {
+		return err
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(dir, target)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%w: it resolves to %s, outside %s (--follow-links reads it)", ErrSymlinkOut, Echo(target), Echo(dir))
+	}
+	return nil
+}
+
 // ErrTruncated marks a compressed file that ends before its compressed stream does (a cut
 // download): its content would be silently short.
 var ErrTruncated = errors.New("truncated compressed file")

@@ -35,6 +35,17 @@ func ReadBytesLimit(path string, limit int64) ([]byte, error) { return readFile(
 // (ErrNotText): a disk image or an archive named by mistake fails at once.
 func ReadText(path string, limit int64) ([]byte, error) { return readFile(path, limit, true) }
 
+// ReadTextIn is ReadText for a file found by scanning directory root (a directory a flag
+// names, read file by file): besides ReadText's checks it refuses, unless FollowLinksOut
+// allows it, a file whose resolved path leaves root — through a linked file or a linked
+// subdirectory — so a directory of inputs cannot read what lies outside it.
+func ReadTextIn(root, path string, limit int64) ([]byte, error) {
+	if err := inRoot(root, path); err != nil {
+		return nil, &ReadError{Path: path, Err: err}
+	}
+	return ReadText(path, limit)
+}
+
 func readFile(path string, limit int64, text bool) ([]byte, error) {
 	f, size, err := openChecked(path, limit)
 	if err != nil {

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -8,7 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/plan-dev/plan/formats"
 )
 
 // denseTypes are the Hugging Face model_type values of decoders the step model describes
@@ -63,9 +69,18 @@ type hfConfig struct {
 	VHeadDim   *int `json:"v_head_dim"`
 }
 
+// MaxConfigBytes bounds one config.json: published configs, id2label maps and all, are
+// kilobytes; a larger file is a wrong path, not a config.
+const MaxConfigBytes = 16 << 20
+
 // ReadConfigs reads every config a path names: a config.json file, or a directory holding
-// config.json files (directly, or one level down, one per model directory).
-func ReadConfigs(path string) ([]Model, error) {
+// config.json files (directly, or one level down, one per model directory). Every file goes
+// through formats' reader (ReadText, ReadTextIn): a FIFO, a device, a file over
+// MaxConfigBytes or, without --follow-links, a file that resolves outside the directory
+// named is refused before it is read. A cancelled ctx (SIGINT, SIGTERM) stops the reading
+// between two files.
+func ReadConfigs(ctx context.Context, path string) ([]Model, error) {
+	// Stat, not open: opening a FIFO blocks (formats.ReadText refuses it before opening).
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -78,7 +93,7 @@ func ReadConfigs(path string) ([]Model, error) {
 		return []Model{m}, nil
 	}
 	var files []string
-	if _, err := os.Stat(filepath.Join(path, "config.json")); err == nil {
+	if _, err := os.Lstat(filepath.Join(path, "config.json")); err == nil {
 		files = append(files, filepath.Join(path, "config.json"))
 	}
 	more, _ := filepath.Glob(filepath.Join(path, "*", "config.json"))
@@ -94,8 +109,15 @@ func ReadConfigs(path string) ([]Model, error) {
 		return nil, fmt.Errorf("%s: no config.json in the directory or its subdirectories", path)
 	}
 	var out []Model
-	for _, f := range files {
-		m, err := ReadConfigFile(f)
+	for i, f := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%s: interrupted after %d of %d configs: %w", path, i, len(files), context.Cause(ctx))
+		}
+		data, err := formats.ReadTextIn(path, f, MaxConfigBytes)
+		if err != nil {
+			return nil, err
+		}
+		m, err := readConfigData(f, data)
 		if err != nil {
 			return nil, err
 		}
@@ -104,24 +126,61 @@ func ReadConfigs(path string) ([]Model, error) {
 	return out, nil
 }
 
-// ReadConfigFile reads one Hugging Face config.json (ReadConfig); the model's name is its
-// directory's (Llama-3.1-8B/config.json: "llama-3.1-8b"), or the file's without .json; its
-// engine id (hf_model) the config's _name_or_path, else the directory it is in.
+// ReadConfigFile reads one Hugging Face config.json (ReadConfig) through formats.ReadText (a
+// regular file, no link out of its directory, at most MaxConfigBytes); the model's name is
+// its directory's (Llama-3.2-3B/config.json: "llama-3.2-3b"), or the file's without .json.
 func ReadConfigFile(path string) (Model, error) {
-	data, err := os.ReadFile(path)
+	data, err := formats.ReadText(path, MaxConfigBytes)
 	if err != nil {
 		return Model{}, err
 	}
+	return readConfigData(path, data)
+}
+
+// readConfigData is ReadConfig of file path's content, named as ReadConfigFile says. The
+// engine id (hf_model) is the config's _name_or_path when that is a Hugging Face repository
+// id (HubID), else none: a config's directory, or a _name_or_path that is a local path,
+// exists on the planning machine only, and an export passing it to an engine elsewhere would
+// load nothing (the exports then require hf_model, naming the field).
+func readConfigData(path string, data []byte) (Model, error) {
 	name := strings.TrimSuffix(filepath.Base(path), ".json")
 	if name == "config" {
 		name = filepath.Base(filepath.Dir(path))
 	}
 	m, err := ReadConfig(path, strings.ToLower(name), data)
-	if err == nil && m.HF == "" && filepath.Base(path) == "config.json" {
-		// No _name_or_path: the engine loads the model from the config's directory.
-		m.HF = filepath.Dir(path)
+	if err != nil {
+		return Model{}, err
 	}
-	return m, err
+	if !HubID(m.HF) {
+		m.HF = ""
+	}
+	return m, nil
+}
+
+// HubID reports whether id is a Hugging Face repository id: NAME or OWNER/NAME, each part of
+// letters, digits, '-', '_' and '.', starting with a letter or digit, not holding "..", the
+// name at most 96 characters (the Hub's rules). A local path (/data/ckpt, ./out, ~/m) is not.
+func HubID(id string) bool {
+	owner, name, scoped := strings.Cut(id, "/")
+	if !scoped {
+		owner, name = "", id
+	}
+	part := func(s string, most int) bool {
+		if s == "" || len(s) > most || strings.Contains(s, "..") || !isAlnum(s[0]) {
+			return false
+		}
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' {
+				return false
+			}
+		}
+		return true
+	}
+	return part(name, 96) && (!scoped || part(owner, 96))
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // ReadConfig reads a decoder's shapes from a Hugging Face config.json: hidden_size,
@@ -142,6 +201,11 @@ func ReadConfig(file, name string, data []byte) (Model, error) {
 	var top hfConfig
 	if err := json.Unmarshal(data, &top); err != nil {
 		return Model{}, fmt.Errorf("%s: %v", file, err)
+	}
+	if v, ok := raw["_name_or_path"]; ok && !cleanText(v, top.NameOrPath) {
+		// encoding/json turns bytes that are not UTF-8 (and lone surrogate escapes) into
+		// U+FFFD: the id written to the profile and the exports would name no model.
+		return Model{}, bad("_name_or_path", strconv.Quote(strings.Trim(string(v), `"`)), "not UTF-8 text (or holds control characters): no model id or path")
 	}
 	c, prefix := top, ""
 	if slices.Contains(wrapperTypes, top.ModelType) {
@@ -241,8 +305,27 @@ func ReadConfig(file, name string, data []byte) (Model, error) {
 	if m.Weights == WeightsMXFP4 && m.MoE == nil {
 		return Model{}, bad("quantization_config.quant_method", "mxfp4", "quantizes experts: the model has none")
 	}
-	m.ParamsB = math.Round(m.ShapeParams()/1e7) / 100
+	m.ParamsB = paramsB(m.ShapeParams())
 	return m, nil
+}
+
+// cleanText reports whether a JSON string field is text an engine id can be: its raw bytes
+// UTF-8, its decoded value free of U+FFFD (what the decoder made of bad bytes or lone
+// surrogates) and of control characters.
+func cleanText(raw json.RawMessage, decoded string) bool {
+	return utf8.Valid(raw) && !strings.ContainsRune(decoded, utf8.RuneError) && !strings.ContainsFunc(decoded, unicode.IsControl)
+}
+
+// paramsB is a parameter count in billions as profiles state it: to 0.01B, and to three
+// significant digits below 0.01B, so a small model's count is not rounded to 0 (which the
+// profile's validation refuses: params_billion must be > 0).
+func paramsB(params float64) float64 {
+	b := math.Round(params/1e7) / 100
+	if b > 0 || params <= 0 {
+		return b
+	}
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(params/1e9, 'g', 3, 64), 64)
+	return v
 }
 
 // familyDefaults fills what a family's config may leave to transformers' defaults:

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,7 @@ import (
 // 3.21B parameters with its tied embeddings, Qwen3-14B's 14.8B with head_dim 128 over a 5120
 // hidden size — named by their directories, and each profiles on the H100.
 func TestReadConfigs(t *testing.T) {
-	ms, err := ReadConfigs(filepath.Join("testdata", "configs"))
+	ms, err := ReadConfigs(context.Background(), filepath.Join("testdata", "configs"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestReadConfigBad(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ReadConfigs(filepath.Join("testdata", "configs-bad", "moe-topk.json")); err == nil || !strings.Contains(err.Error(), "moe-topk.json: num_experts_per_tok: 10") {
+	if _, err := ReadConfigs(context.Background(), filepath.Join("testdata", "configs-bad", "moe-topk.json")); err == nil || !strings.Contains(err.Error(), "moe-topk.json: num_experts_per_tok: 10") {
 		t.Errorf("moe-topk: %v", err)
 	}
 }
@@ -106,7 +107,8 @@ func TestReadConfigMoE(t *testing.T) {
 	}
 }
 
-// FuzzReadConfig: no config.json makes the reader panic.
+// FuzzReadConfig: no config.json makes the reader panic, and what it accepts profiles: shapes
+// in range, a parameter count above 0, an engine id that is a Hugging Face id or none.
 func FuzzReadConfig(f *testing.F) {
 	for _, p := range []string{"testdata/configs/Llama-3.2-3B/config.json", "testdata/configs/Qwen3-14B/config.json", "testdata/configs-moe/Mixtral-8x7B/config.json", "testdata/configs-bad/moe-topk.json"} {
 		b, err := os.ReadFile(p)
@@ -115,10 +117,19 @@ func FuzzReadConfig(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	f.Add([]byte(tinyConfig + `, "_name_or_path": "\udc00"}`))
+	f.Add([]byte(tinyConfig + `, "_name_or_path": "/home/me/ckpt"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := ReadConfig("f.json", "m", b)
-		if err == nil && (m.Layers < 1 || m.Heads < 1 || m.KVHeads < 1 || m.HeadDim < 1 || (m.MoE != nil && (m.MoE.TopK > m.MoE.Experts || m.MoE.DenseLayers >= m.Layers))) {
+		// As --llm-config reads a file: named by its directory, the engine id a hub id or none.
+		m, err := readConfigData("m/config.json", b)
+		if err != nil {
+			return
+		}
+		if m.Layers < 1 || m.Heads < 1 || m.KVHeads < 1 || m.HeadDim < 1 || (m.MoE != nil && (m.MoE.TopK > m.MoE.Experts || m.MoE.DenseLayers >= m.Layers)) {
 			t.Errorf("accepted %+v", m)
+		}
+		if !(m.ParamsB > 0) || (m.HF != "" && !HubID(m.HF)) {
+			t.Errorf("accepted params_billion %g, hf_model %q", m.ParamsB, m.HF)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -23,26 +24,26 @@ func (r *profileRun) parseLLM() error {
 		if a.Import != "" || isFile(a.LLM) {
 			return run.UsageErrorf("--llm-config %s: profiles a model from its shapes: not with --import or an imported --llm profile", p)
 		}
-		ms, err := llm.ReadConfigs(p)
+		ms, err := llm.ReadConfigs(r.ctx, p)
 		if err != nil {
+			if r.ctx.Err() != nil {
+				return fmt.Errorf("--llm-config: %w", err)
+			}
 			return run.UsageErrorf("--llm-config: %v", err)
 		}
 		for _, m := range ms {
-			if cat, err := llm.Lookup(m.Name); err == nil {
-				if !cat.SameShapes(m) {
-					return run.UsageErrorf("--llm-config %s: model name %q is the catalogue's, whose shapes differ (profiler/llm/catalogue/%s.json): put the config in a directory of another name", p, m.Name, cat.Name)
-				}
-				// The catalogue's own model (a user's copy of its config): profiled as --llm.
-				if !slices.Contains(r.llmNames, cat.Name) {
-					r.llmNames = append(r.llmNames, cat.Name)
-				}
-				continue
+			m, note := configModel(p, m)
+			if note != "" {
+				r.configNotes = append(r.configNotes, note)
 			}
 			if slices.ContainsFunc(r.llmModels, func(x llm.Model) bool { return x.Name == m.Name }) {
 				return run.UsageErrorf("--llm-config %s: model name %q is taken by another config: put the config in a directory of another name", p, m.Name)
 			}
 			r.llmModels = append(r.llmModels, m)
 		}
+	}
+	if ids := noID(r.llmModels); len(ids) > 0 { // (a catalogue model's id the exports know)
+		r.configNotes = append(r.configNotes, fmt.Sprintf("--llm-config: %s: no Hugging Face id (the config's _name_or_path is absent or a local path, which exists on this machine only): hf_model is left empty, and `plan export` asks for it; set hf_model in the profile to the model's id or its path on the serving machine", strings.Join(ids, ", ")))
 	}
 	switch {
 	case a.LLM == "" && len(r.llmModels) > 0:
@@ -96,6 +97,11 @@ func (r *profileRun) parseLLM() error {
 			r.llmNames = append(r.llmNames, m.Name)
 		}
 	}
+	// A catalogue model also given by its config (configModel kept its name): profiled once,
+	// from the user's config.
+	r.llmNames = slices.DeleteFunc(r.llmNames, func(n string) bool {
+		return slices.ContainsFunc(r.llmModels, func(x llm.Model) bool { return x.Name == n })
+	})
 	tps, err := parseIntList(a.TP, 1, 8)
 	if err != nil {
 		return run.UsageErrorf("--tp: %q: %v", a.TP, err)
@@ -110,6 +116,54 @@ func (r *profileRun) parseLLM() error {
 		return run.UsageErrorf("--link: %q: must be auto, nvlink or pcie", a.Link)
 	}
 	return nil
+}
+
+// configModel is how --llm-config profiles model m read from path p: as the user's model
+// always, whatever its directory is called. A config named like a catalogue model keeps that
+// name only when it is the catalogue's model (the same shapes and the same Hugging Face id),
+// so the exports' id for the name and the planner's shapes for it are the config's own. Any
+// other takes the name NAME-config, said in the note returned: plans resolve a catalogue name
+// to the catalogue's shapes and id, which would silently replace the user's model.
+func configModel(p string, m llm.Model) (llm.Model, string) {
+	cat, err := llm.Lookup(m.Name)
+	if err != nil {
+		return m, ""
+	}
+	if cat.SameShapes(m) && m.HF == "" {
+		// A copy of a published config (they rarely hold _name_or_path): the catalogue's model.
+		return m, fmt.Sprintf("--llm-config %s: %s has the catalogue's shapes and no Hugging Face id of its own: profiled as the catalogue's %s, which the exports load as %s (set hf_model in the profile for another checkpoint)", p, m.Name, cat.Name, cat.HF)
+	}
+	if cat.SameShapes(m) && strings.EqualFold(m.HF, cat.HF) {
+		return m, ""
+	}
+	why := "whose shapes differ"
+	if cat.SameShapes(m) {
+		why = fmt.Sprintf("whose Hugging Face id %s the config does not give (its _name_or_path: %q)", cat.HF, m.HF)
+	}
+	name := m.Name + "-config"
+	for i := 2; ; i++ {
+		if _, err := llm.Lookup(name); err != nil {
+			break
+		}
+		name = fmt.Sprintf("%s-config-%d", m.Name, i)
+	}
+	note := fmt.Sprintf("--llm-config %s: profiled as model %q: %q is the catalogue's model (profiler/llm/catalogue/%s.json), %s; name %q in workloads and plans", p, name, m.Name, cat.Name, why, name)
+	m.Name = name
+	return m, note
+}
+
+// noID names the config models without an engine id (hf_model).
+func noID(ms []llm.Model) []string {
+	var out []string
+	for _, m := range ms {
+		if _, err := llm.Lookup(m.Name); err != nil && m.HF == "" {
+			out = append(out, m.Name)
+		}
+	}
+	if len(out) > 5 {
+		out = append(out[:5], fmt.Sprintf("and %d more", len(out)-5))
+	}
+	return out
 }
 
 func (r *profileRun) llmProfiles(io *run.IO) ([]formats.LLMProfile, error) {
@@ -128,9 +182,12 @@ func (r *profileRun) llmProfiles(io *run.IO) ([]formats.LLMProfile, error) {
 	if r.gpusSet {
 		gs = r.gpus
 	}
-	ls, skipped, err := llm.EstimateAll(r.llmNames, gs, llm.Options{TP: r.tps, Link: r.link, KVCacheDtype: r.opt.KVCacheDtype, Quantization: r.opt.Quantization, ExpertParallel: r.opt.ExpertParallel, Models: r.llmModels})
+	ls, skipped, err := r.estimateAll(gs)
 	if err != nil {
-		return nil, run.UsageErrorf("--llm: %v", err)
+		return nil, err
+	}
+	for _, n := range r.configNotes {
+		fmt.Fprintf(io.Err, "note: %s\n", n)
 	}
 	for _, s := range skipped {
 		if s.TP == 0 {
@@ -149,6 +206,46 @@ func (r *profileRun) llmProfiles(io *run.IO) ([]formats.LLMProfile, error) {
 		}
 	}
 	return r.withSteps(ls)
+}
+
+// estimateAll is llm.EstimateAll over the catalogue's models and the configs' on GPUs gs,
+// one model at a time so a cancelled context (SIGINT, SIGTERM) stops it between two models:
+// --llm-config may name a directory of thousands of configs.
+func (r *profileRun) estimateAll(gs []string) ([]formats.LLMProfile, []llm.Skipped, error) {
+	opt := llm.Options{TP: r.tps, Link: r.link, KVCacheDtype: r.opt.KVCacheDtype, Quantization: r.opt.Quantization, ExpertParallel: r.opt.ExpertParallel}
+	type one struct {
+		names  []string
+		models []llm.Model
+	}
+	var work []one
+	for _, n := range r.llmNames {
+		work = append(work, one{names: []string{n}})
+	}
+	for _, m := range r.llmModels {
+		work = append(work, one{models: []llm.Model{m}})
+	}
+	var out []formats.LLMProfile
+	var skipped []llm.Skipped
+	for i, w := range work {
+		if err := r.ctx.Err(); err != nil {
+			return nil, nil, fmt.Errorf("--llm: interrupted after %d of %d models: %w", i, len(work), context.Cause(r.ctx))
+		}
+		o := opt
+		o.Models = w.models
+		ls, sk, err := llm.EstimateAll(w.names, gs, o)
+		skipped = append(skipped, sk...)
+		if err != nil && len(sk) == 0 {
+			return nil, nil, run.UsageErrorf("--llm: %v", err)
+		}
+		out = append(out, ls...)
+	}
+	if len(out) == 0 {
+		if len(skipped) == 0 {
+			return nil, nil, run.UsageErrorf("--llm: no model and GPU to profile")
+		}
+		return nil, nil, run.UsageErrorf("--llm: no (model, GPU, tensor parallel size) combination fits: %v", skipped[0].Reason)
+	}
+	return out, skipped, nil
 }
 
 // llmExplain is one profile's step model by term (--explain).

@@ -135,11 +135,17 @@ type profileRun struct {
 	tps       []int    // --tp degrees; nil picks the smallest that fits
 	link      roofline.Link
 	explained []llmExplain // --explain: filled by llmProfiles
+	// ctx is the command's context: reading and profiling many --llm-config models stops
+	// when it is cancelled (SIGINT, SIGTERM).
+	ctx context.Context
+	// configNotes are said on stderr once the LLMs are profiled: what --llm-config did with
+	// a config the user should know of (a model renamed, an engine id left empty).
+	configNotes []string
 }
 
 // parse checks every flag before any work starts, so bad input writes nothing.
-func parse(a Args) (*profileRun, error) {
-	r := &profileRun{opt: a, use: formats.UsePlan, model: a.Model}
+func parse(ctx context.Context, a Args) (*profileRun, error) {
+	r := &profileRun{opt: a, use: formats.UsePlan, model: a.Model, ctx: ctx}
 	if r.model != "" && a.Zoo != "" {
 		return nil, run.UsageErrorf("give either MODEL.onnx or --zoo, not both")
 	}
@@ -326,7 +332,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	if err := checkCalibrateFlags(a); err != nil {
 		return err
 	}
-	r, err := parse(a)
+	r, err := parse(ctx, a)
 	if err != nil {
 		return err
 	}

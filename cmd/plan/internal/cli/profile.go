@@ -73,7 +73,9 @@ mixture-of-experts). --llm-config adds models a user brings as config.json files
 (repeatable; a directory of them): dense decoders (llama, mistral, qwen2/3, phi3, gemma3,
 ...) and mixture-of-experts ones (mixtral, qwen2_moe/qwen3_moe, llama4, gpt_oss,
 deepseek_v3 with its latent attention, ...), FP8, MXFP4 and NVFP4 checkpoints
-(quantization_config), named by their directories, with hf_model from the config; INT4/INT8
+(quantization_config), named by their directories (NAME-config where NAME is a catalogue
+model the config is not), with hf_model the config's _name_or_path when it is a Hugging Face
+id (never a local path: set it in the profile then); INT4/INT8
 checkpoints are refused naming the field. --quantization fp8 runs a BF16 checkpoint as vLLM's online FP8 (half the
 weight bytes, FP8 GEMMs); --expert-parallel places a mixture-of-experts model's experts
 whole on its --tp GPUs (vLLM's --enable-expert-parallel; the experts must divide by the

@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"encoding/json"
+	"maps"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -47,4 +51,86 @@ func TestProfileLLMConfigBadInput(t *testing.T) {
 		{name: "with import", args: []string{"profile", "--llm-config", "profiler/llm/testdata/configs", "--import", "profiler/llm/testdata/steps.csv", "--llm", "mistral-7b", "-o", "$TMP/p.json"},
 			code: ExitUsage, out: "p.json", want: []string{"--llm-config profiler/llm/testdata/configs: profiles a model from its shapes: not with --import"}},
 	})
+}
+
+// TestProfileLLMConfigCatalogueName: a config is profiled as the user's model whatever its
+// directory is called. Named like a catalogue model (as public config collections name
+// them), it keeps the name only when it is that model (same shapes, the same Hugging Face id
+// or none, said in a note), and
+// the model flags (--tp, --explain, --quantization, --expert-parallel) apply to it; with other
+// shapes or another id it is profiled under NAME-config, its own id kept, and a note says so;
+// without a Hugging Face id hf_model is left empty (never a local path) and a note says so.
+func TestProfileLLMConfigCatalogueName(t *testing.T) {
+	repoRoot(t)
+	catalogue := func(name string) map[string]any {
+		var m map[string]any
+		b, err := os.ReadFile(filepath.Join("profiler", "llm", "catalogue", name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	with := func(m map[string]any, kv ...any) map[string]any {
+		out := maps.Clone(m)
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] == nil {
+				delete(out, kv[i].(string))
+			} else {
+				out[kv[i].(string)] = kv[i+1]
+			}
+		}
+		return out
+	}
+	yi, moe := catalogue("yi-34b"), catalogue("qwen3-30b-a3b")
+	for _, tc := range []struct {
+		name   string
+		dir    string
+		config map[string]any
+		flags  []string
+		// want is the model written and its hf_model; note a substring stderr must hold.
+		model, hf, note string
+		tp              int
+	}{
+		{name: "catalogue copy with --tp", dir: "yi-34b", config: yi, flags: []string{"--tp", "2"}, model: "yi-34b", hf: "", tp: 2},
+		{name: "catalogue copy with --explain", dir: "Yi-34B", config: yi, flags: []string{"--tp", "2", "--explain"}, model: "yi-34b", hf: "", tp: 2},
+		{name: "catalogue copy with --quantization", dir: "yi-34b", config: yi, flags: []string{"--quantization", "fp8"}, model: "yi-34b", hf: "", tp: 1},
+		{name: "moe copy with --expert-parallel", dir: "qwen3-30b-a3b", config: moe, flags: []string{"--tp", "2", "--expert-parallel"}, model: "qwen3-30b-a3b", hf: "", tp: 2},
+		{name: "other shapes", dir: "yi-34b", config: with(yi, "num_hidden_layers", 30, "_name_or_path", "me/yi-34b-pruned"), flags: []string{"--tp", "2"},
+			model: "yi-34b-config", hf: "me/yi-34b-pruned", tp: 2, note: `profiled as model "yi-34b-config": "yi-34b" is the catalogue's model (profiler/llm/catalogue/yi-34b.json), whose shapes differ`},
+		{name: "same shapes, another id", dir: "yi-34b", config: with(yi, "_name_or_path", "me/yi-34b-ft"),
+			model: "yi-34b-config", hf: "me/yi-34b-ft", tp: 1, note: "whose Hugging Face id 01-ai/Yi-34B-Chat the config does not give"},
+		{name: "same shapes, no id", dir: "yi-34b", config: with(yi, "_name_or_path", nil),
+			model: "yi-34b", hf: "", tp: 1, note: "profiled as the catalogue's yi-34b, which the exports load as 01-ai/Yi-34B-Chat"},
+		{name: "own model, no id", dir: "my-model", config: with(yi, "_name_or_path", nil),
+			model: "my-model", hf: "", tp: 1, note: "my-model: no Hugging Face id"},
+		{name: "own model, local path id", dir: "my-model", config: with(yi, "_name_or_path", "/home/me/ckpt"),
+			model: "my-model", hf: "", tp: 1, note: "set hf_model in the profile"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			b, _ := json.Marshal(tc.config)
+			if err := os.MkdirAll(filepath.Join(tmp, "cfg", tc.dir), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(tmp, "cfg", tc.dir, "config.json"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(tmp, "p.json")
+			args := append([]string{"profile", "--llm-config", filepath.Join(tmp, "cfg"), "--gpu", "H100", "-o", out}, tc.flags...)
+			code, _, stderr := rootRun(t, args...)
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			ls := readProfile(t, out).LLMs
+			if len(ls) != 1 || ls[0].Model != tc.model || ls[0].HFModel != tc.hf || ls[0].GPUCount != tc.tp {
+				t.Fatalf("profiled %+v, want one %s (hf_model %q) on %d GPUs", ls, tc.model, tc.hf, tc.tp)
+			}
+			if !strings.Contains(stderr, tc.note) {
+				t.Errorf("stderr %q, want %q", stderr, tc.note)
+			}
+		})
+	}
 }
