@@ -55,6 +55,11 @@ type Tables struct {
 	// GPU is the profiler/gpus name, System the tables' (h100_sxm, ...).
 	GPU, System string
 	slices      map[string]*grid // table/key → grid
+	// moeSetAside are the MoE slices set aside as suspect (suspectMoESlices), found once.
+	suspectOnce sync.Once
+	moeSetAside map[string]SuspectSlice
+	// outOfOrder are the measured points read at a faster point of more work (monotone).
+	outOfOrder []OutOfOrder
 }
 
 // Table names, and the axes of their grids in order.
@@ -218,6 +223,11 @@ func (t *Tables) read(table string) error {
 		at, _ := g.index(r.x)
 		g.vals[at] = r.ms
 	}
+	if slices.Contains(floorTables, table) {
+		for _, key := range t.sliceKeys(table) {
+			t.outOfOrder = append(t.outOfOrder, t.slices[table+"/"+key].monotone(table, key)...)
+		}
+	}
 	return nil
 }
 
@@ -232,6 +242,9 @@ type Point struct {
 	Measured bool      `json:"measured"`
 	// ScaledFrom is the measured slice a shape the tables lack was scaled from (MoEUs).
 	ScaledFrom string `json:"scaled_from,omitempty"`
+	// SetAside names the measured slice this answer did not use because its points sit
+	// far above their physical floor (floor.go), and why.
+	SetAside string `json:"set_aside,omitempty"`
 }
 
 // String is "gemm[bfloat16] m=128 n=6144 k=4096 (measured)".
@@ -250,6 +263,8 @@ func (p Point) String() string {
 		}
 	}
 	switch {
+	case p.SetAside != "":
+		b.WriteString(" (scaled from " + p.ScaledFrom + "; set aside " + p.SetAside + ")")
 	case p.ScaledFrom != "":
 		b.WriteString(" (scaled from " + p.ScaledFrom + ")")
 	case p.Measured:

@@ -113,10 +113,81 @@ func (t *Tables) MoEUs(s MoEShape, tokens int) (float64, Point, error) {
 		return 0, Point{Table: TableMoE}, nil
 	}
 	x := []float64{float64(tokens)}
+	if ss, bad := t.suspectMoE(s); bad {
+		return t.moeFromBF16(s, tokens, ss)
+	}
 	if _, ok := t.slices[TableMoE+"/"+s.slice()]; ok {
 		return t.lookup(TableMoE, s.slice(), x)
 	}
 	return t.moeScaled(s, tokens, "")
+}
+
+// suspectMoE reports whether the slice MoEUs would read for s — its own, or the one its
+// shape is scaled from — is set aside as suspect (suspectSlices), and which.
+func (t *Tables) suspectMoE(s MoEShape) (SuspectSlice, bool) {
+	if s.DType == BF16 {
+		return SuspectSlice{}, false
+	}
+	bad := t.suspectMoESlices()
+	if ss, ok := bad[s.slice()]; ok {
+		return ss, true
+	}
+	if _, own := t.slices[TableMoE+"/"+s.slice()]; own {
+		return SuspectSlice{}, false
+	}
+	// An unmeasured shape is scaled from its dtype's measured shapes: suspect when most of
+	// them are.
+	var n, nBad int
+	var any SuspectSlice
+	for _, k := range t.sliceKeys(TableMoE) {
+		if m, ok := parseMoESlice(k); ok && m.DType == s.DType && m.TP == max(s.TP, 1) && m.EP == max(s.EP, 1) {
+			n++
+			if ss, ok := bad[k]; ok {
+				nBad, any = nBad+1, ss
+			}
+		}
+	}
+	return any, n > 0 && 2*nBad > n
+}
+
+// suspectMoESlices are the MoE slices set aside, computed once per Tables.
+func (t *Tables) suspectMoESlices() map[string]SuspectSlice {
+	t.suspectOnce.Do(func() { t.moeSetAside = t.suspectSlices(TableMoE) })
+	return t.moeSetAside
+}
+
+// moeFromBF16 is the best-supported estimate of a quantized MoE layer whose measured slice
+// is set aside: the BF16 measurement of the same shape and split (its own slice, or scaled
+// from the nearest BF16 shape), times the ratio of the two dtypes' floors at these tokens
+// (the weight bytes the quantized layer reads, its FLOPs at its own peak). The Point says
+// what was set aside and why.
+func (t *Tables) moeFromBF16(s MoEShape, tokens int, ss SuspectSlice) (float64, Point, error) {
+	b := s
+	b.DType = BF16
+	x := []float64{float64(tokens)}
+	var us float64
+	var p Point
+	var err error
+	if _, ok := t.slices[TableMoE+"/"+b.slice()]; ok {
+		us, p, err = t.lookup(TableMoE, b.slice(), x)
+	} else {
+		us, p, err = t.moeScaled(b, tokens, "")
+	}
+	if err != nil {
+		return 0, p, err
+	}
+	g, gerr := gpus.Lookup(t.GPU)
+	if gerr != nil {
+		return 0, p, gerr
+	}
+	launch := t.fastestUs(TableMoE)
+	fq, _ := floorUs(g, launch, TableMoE, s.slice(), x)
+	fb, _ := floorUs(g, launch, TableMoE, b.slice(), x)
+	p.ScaledFrom = b.slice()
+	p.Slice = s.slice()
+	p.Measured = false
+	p.SetAside = fmt.Sprintf("moe[%s]: median %.1f× its floor where BF16 sits at %.1f×; %d of %d points beyond %g×", ss.Slice, ss.MedianRatio, ss.BF16Ratio, ss.Suspect, ss.Of, SuspectFloorMultiple)
+	return us * fq / fb, p, nil
 }
 
 // moeScaled scales the nearest measured shape (never the slice exclude: leave-one-shape-out

@@ -6,18 +6,18 @@ package roofline
 // each measured GPU's kernel tables (profiler/kerneltab.FitRoofline); collectives keep
 // the defaults.
 var fittedKernels = map[string]KernelParams{
-	"A100": {EtaGEMM: 0.85, GEMMHalfM: 0, EtaMem: 0.598, EtaElem: 0.54, EtaAttn: 0.442, KernelUs: 11.521, ElemFloorUs: 4, LinkEff: 0.72, CollectiveUs: 27, SmallFloorUs: 41, SmallBytes: 1.048576e+06},
-	"B200": {EtaGEMM: 0.766, GEMMHalfM: 0, EtaMem: 0.77, EtaElem: 0.54, EtaAttn: 0.269, KernelUs: 6.541, ElemFloorUs: 4, LinkEff: 0.72, CollectiveUs: 27, SmallFloorUs: 41, SmallBytes: 1.048576e+06},
-	"H100": {EtaGEMM: 0.863, GEMMHalfM: 0, EtaMem: 0.834, EtaElem: 0.54, EtaAttn: 0.436, KernelUs: 8.201, ElemFloorUs: 4, LinkEff: 0.72, CollectiveUs: 27, SmallFloorUs: 41, SmallBytes: 1.048576e+06},
-	"H200": {EtaGEMM: 0.866, GEMMHalfM: 0, EtaMem: 0.762, EtaElem: 0.54, EtaAttn: 0.433, KernelUs: 8.276, ElemFloorUs: 4, LinkEff: 0.72, CollectiveUs: 27, SmallFloorUs: 41, SmallBytes: 1.048576e+06},
-	"L40S": {EtaGEMM: 0.632, GEMMHalfM: 26.024, EtaMem: 0.958, EtaElem: 0.54, EtaAttn: 0.399, KernelUs: 6.887, ElemFloorUs: 4, LinkEff: 0.72, CollectiveUs: 27, SmallFloorUs: 41, SmallBytes: 1.048576e+06},
+	"A100": {EtaGEMM: 0.848, GEMMHalfM: 0, EtaMem: 0.603, EtaElem: 0.54, EtaAttn: 0.442, KernelUs: 11.452, ElemFloorUs: 4, LinkEff: 0.72, CollectiveUs: 27, SmallFloorUs: 41, SmallBytes: 1.048576e+06},
+	"B200": {EtaGEMM: 0.764, GEMMHalfM: 0, EtaMem: 0.778, EtaElem: 0.54, EtaAttn: 0.268, KernelUs: 6.417, ElemFloorUs: 4, LinkEff: 0.72, CollectiveUs: 27, SmallFloorUs: 41, SmallBytes: 1.048576e+06},
+	"H100": {EtaGEMM: 0.863, GEMMHalfM: 0, EtaMem: 0.848, EtaElem: 0.54, EtaAttn: 0.436, KernelUs: 8.192, ElemFloorUs: 4, LinkEff: 0.72, CollectiveUs: 27, SmallFloorUs: 41, SmallBytes: 1.048576e+06},
+	"H200": {EtaGEMM: 0.866, GEMMHalfM: 0, EtaMem: 0.772, EtaElem: 0.54, EtaAttn: 0.433, KernelUs: 8.244, ElemFloorUs: 4, LinkEff: 0.72, CollectiveUs: 27, SmallFloorUs: 41, SmallBytes: 1.048576e+06},
+	"L40S": {EtaGEMM: 0.63, GEMMHalfM: 23.14, EtaMem: 0.982, EtaElem: 0.54, EtaAttn: 0.398, KernelUs: 6.74, ElemFloorUs: 4, LinkEff: 0.72, CollectiveUs: 27, SmallFloorUs: 41, SmallBytes: 1.048576e+06},
 }
 
 // EstimateErrorPct is the error band of a GPU estimated from another's fit, per op
 // (median and 90th percentile absolute error, %): the median over the measured GPUs of
 // the roofline fitted on its stand-in (NearestMeasured) predicting its tables.
 var EstimateErrorPct = map[string][2]float64{
-	"decode":  {29, 71},
-	"gemm":    {23, 114},
-	"prefill": {36, 51},
+	"decode":  {30, 72},
+	"gemm":    {24, 115},
+	"prefill": {37, 51},
 }
