@@ -304,6 +304,9 @@ type rstate struct {
 	// keys and tmp are sortDec's scratch.
 	keys []uint64
 	tmp  []dseq
+	// loops counts advance's iterations: its work, which must follow the batch's changes
+	// (admissions, completions, prompts done), not its steps (TestReplayWorkBounded).
+	loops int
 }
 
 func (st *rstate) reset() {
@@ -367,6 +370,42 @@ func (st *rstate) push(x dseq) {
 	st.dec = slices.Insert(st.dec, st.head+i, x)
 }
 
+// prefillRun advances k > 1 identical prefill steps at once, as the decode-only branch of
+// advance does: while the first prompt in the batch takes the whole token budget left by the
+// decodes (need > budget) and no decode completes, every step computes the same tokens, no
+// one is admitted (the batch and its KV do not change) and only the context grows; k is
+// their count. Stepping them through the whole batch made a small
+// max_num_batched_tokens (16 tokens a step against 4,200-token prompts) cost need/budget
+// iterations over the batch per queued prompt at every arrival's judgment: quadratic under
+// overload; here a step is one step time. It
+// reports false, changing nothing, when fewer than two such steps are ahead.
+func (st *rstate) prefillRun(m *Model, step func(tokens, pre, ctx int) dataplane.Time) bool {
+	decodes := st.decoding()
+	budget := m.MaxBatched - decodes
+	if len(st.pre) == 0 || budget <= 0 || st.pre[0].need <= budget {
+		return false
+	}
+	k := (st.pre[0].need - 1) / budget // it still needs tokens after them
+	if decodes > 0 {
+		k = min(k, st.dec[st.head].end-st.g) // completions end the run
+	}
+	if k < 2 {
+		return false
+	}
+	per := decodes + budget // tokens and context growth of each step
+	// Each step timed at its own context, as one by one: a run split anywhere (a checkpoint,
+	// a judgment from the start) sums to the same time.
+	for range k {
+		st.ctx += per
+		d := step(per, budget, st.ctx)
+		st.t, st.last = st.t+d, d
+	}
+	st.g += k
+	st.pre[0].need -= k * budget
+	st.pre[0].ctx += k * budget
+	return true
+}
+
 // advance replays the engine from st with q queued (the rules of admit.go): until the last
 // of q has joined the batch when stop (it then reports true), else until the batch is empty.
 // done, when not nil, receives each completion: the sequence's index, when its last token
@@ -392,6 +431,7 @@ func (st *rstate) advance(m *Model, pace float64, q []pseq, stop bool, done func
 		}
 	}
 	for {
+		st.loops++
 		// Admission: queue order, head-of-line, a slot and the peak KV free. A batch that
 		// holds nothing admits its head whatever its size (Refuses turned away what never fits).
 		for len(q) > 0 && st.n() < m.MaxSeqs && (st.n() == 0 || st.used+q[0].reserve <= m.KVCap) {
@@ -411,7 +451,9 @@ func (st *rstate) advance(m *Model, pace float64, q []pseq, stop bool, done func
 			prefill += c
 			budget -= c
 		}
-		if prefill > 0 {
+		if prefill > 0 && st.prefillRun(m, step) {
+			// k identical steps at once (prefillRun); completions below.
+		} else if prefill > 0 {
 			// One step: the chunks in admission order beside one token per decode.
 			d := step(decodes+prefill, prefill, st.ctx+decodes+prefill)
 			st.t, st.last = st.t+d, d

@@ -29,8 +29,8 @@ func (p *Pool) Check() error {
 	if prev != p.tail {
 		return fmt.Errorf("free queue: tail is %d, the list ends at %d", p.tail, prev)
 	}
-	if count != p.nfree {
-		return fmt.Errorf("free queue: %d blocks linked, count says %d", count, p.nfree)
+	if fresh := p.numBlocks - n; fresh < 0 || count+fresh != p.nfree {
+		return fmt.Errorf("free queue: %d blocks linked and %d never used, count says %d", count, fresh, p.nfree)
 	}
 	refs := make([]int32, n)
 	for id, r := range p.reqs {

@@ -58,8 +58,15 @@ type Pool struct {
 	Offload   *Tier
 	blockSize int
 	enabled   bool
+	// blocks are the blocks ever handed out, in index order; numBlocks is the pool's size.
+	// The blocks past len(blocks) were never used: they stand, in index order, at the head of
+	// the free queue (where New put them all, and where nothing is pushed), so they need no
+	// record until allocated, and a pool's memory is the blocks its requests have used, not
+	// its size (a KV cache of 10^9 tokens costs nothing until filled).
 	blocks    []block
-	// head is evicted first, tail last; nfree blocks are in the queue.
+	numBlocks int
+	// head is evicted first, tail last: the linked free blocks, after the never-used ones;
+	// nfree counts both.
 	head, tail int32
 	nfree      int
 	// index maps a hash to the first block registered under it; dups holds later blocks with
@@ -81,22 +88,33 @@ func New(numBlocks, blockSize int, enabled bool) *Pool {
 	if numBlocks < 0 || numBlocks > math.MaxInt32 || blockSize < 1 {
 		panic(fmt.Sprintf("prefixcache: New(%d, %d): need 0 <= blocks < 2^31 and block size >= 1", numBlocks, blockSize))
 	}
-	p := &Pool{
+	// The queue starts in block order, as vLLM's FreeKVCacheBlockQueue does: every block
+	// never used, none materialized yet.
+	return &Pool{
 		blockSize: blockSize,
 		enabled:   enabled,
-		blocks:    make([]block, numBlocks),
+		numBlocks: numBlocks,
+		nfree:     numBlocks,
 		head:      none,
 		tail:      none,
 		index:     map[uint64]int32{},
 		dups:      map[uint64][]int32{},
 		reqs:      map[int64]*request{},
 	}
-	// The queue starts in block order, as vLLM's FreeKVCacheBlockQueue does.
-	for i := range p.blocks {
-		p.blocks[i] = block{prev: none, next: none}
-		p.pushTail(int32(i))
+}
+
+// popHead takes the free queue's head: the next never-used block while any is left, else
+// the linked head, its hash dropped (evicted).
+func (p *Pool) popHead() int32 {
+	if n := len(p.blocks); n < p.numBlocks {
+		p.blocks = append(p.blocks, block{prev: none, next: none})
+		p.nfree--
+		return int32(n)
 	}
-	return p
+	b := p.head
+	p.unlink(b)
+	p.uncache(b)
+	return b
 }
 
 // BlockSize is the tokens per block.
@@ -106,21 +124,21 @@ func (p *Pool) BlockSize() int { return p.blockSize }
 func (p *Pool) Enabled() bool { return p.enabled }
 
 // NumBlocks is the pool's size.
-func (p *Pool) NumBlocks() int { return len(p.blocks) }
+func (p *Pool) NumBlocks() int { return p.numBlocks }
 
 // NumFree is the blocks no request holds, cached (evictable) ones included, as vLLM's
 // get_num_free_blocks counts them (§2).
 func (p *Pool) NumFree() int { return p.nfree }
 
 // NumUsed is the blocks some request holds: NumBlocks − NumFree.
-func (p *Pool) NumUsed() int { return len(p.blocks) - p.nfree }
+func (p *Pool) NumUsed() int { return p.numBlocks - p.nfree }
 
 // Usage is the fraction of blocks in use, as vllm:kv_cache_usage_perc reports it.
 func (p *Pool) Usage() float64 {
-	if len(p.blocks) == 0 {
+	if p.numBlocks == 0 {
 		return 0
 	}
-	return float64(p.NumUsed()) / float64(len(p.blocks))
+	return float64(p.NumUsed()) / float64(p.numBlocks)
 }
 
 // NumCached is the blocks registered under a hash (held or free).
@@ -266,9 +284,7 @@ func (p *Pool) Allocate(id int64, hashes []uint64, hitBlocks, totalBlocks int) b
 		r.cached = len(r.blocks)
 	}
 	for len(r.blocks) < totalBlocks {
-		b := p.head
-		p.unlink(b)
-		p.uncache(b)
+		b := p.popHead()
 		p.blocks[b].ref = 1
 		r.blocks = append(r.blocks, b)
 	}

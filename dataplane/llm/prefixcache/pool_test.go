@@ -1,6 +1,7 @@
 package prefixcache
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -263,5 +264,46 @@ func TestPromptOf(t *testing.T) {
 	own := PromptOf(64, nil, UniqueID(5)).Hashes(nil, bs, 64)
 	if len(own) != 4 || slices.Contains(a, own[0]) {
 		t.Fatal("a request with no prefix shares blocks")
+	}
+}
+
+// TestPoolLazyBlocks: a pool's memory is the blocks its requests used, not its size: a KV
+// cache of 2^31-1 blocks (what a profile's kv_capacity_tokens may ask for) holds no block
+// record until one is allocated, hands them out in block order as the eager free queue did,
+// and keeps its invariants.
+func TestPoolLazyBlocks(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		blocks int
+		alloc  []int // blocks each request takes, in order
+	}{
+		{"largest", math.MaxInt32, []int{3, 5}},
+		{"exactly filled", 8, []int{3, 5}},
+		{"empty", 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := New(tc.blocks, 16, true)
+			if len(p.blocks) != 0 || p.NumFree() != tc.blocks || p.NumBlocks() != tc.blocks {
+				t.Fatalf("new pool: %d records, %d free of %d", len(p.blocks), p.NumFree(), p.NumBlocks())
+			}
+			next := int32(0)
+			for id, n := range tc.alloc {
+				if !p.Allocate(int64(id), nil, 0, n) {
+					t.Fatalf("request %d: %d blocks refused", id, n)
+				}
+				for _, b := range p.reqs[int64(id)].blocks {
+					if b != next {
+						t.Fatalf("request %d got block %d, want %d (block order)", id, b, next)
+					}
+					next++
+				}
+			}
+			if len(p.blocks) != int(next) || p.NumUsed() != int(next) {
+				t.Fatalf("%d records, %d used, want %d", len(p.blocks), p.NumUsed(), next)
+			}
+			if err := p.Check(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
