@@ -312,8 +312,14 @@ func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string, use P
 	if given(float64(l.KVBytesPerToken)) && l.KVBytesPerToken <= 0 {
 		v.add(field(p, "kv_bytes_per_token"), l.KVBytesPerToken, "must be > 0")
 	}
-	if l.KVCapacityTokens <= 0 {
+	switch {
+	case l.KVCapacityTokens <= 0:
 		v.add(field(p, "kv_capacity_tokens"), l.KVCapacityTokens, "must be > 0")
+	case l.KVCapacityTokens > MaxKVCapacityTokens:
+		v.add(field(p, "kv_capacity_tokens"), l.KVCapacityTokens, "must be <= %d (2^31-1): the engine numbers KV blocks in 32 bits; a one-layer model's cache on a B200 is 6×10^8 tokens", int64(MaxKVCapacityTokens))
+	}
+	if l.KVBytesPerToken > MaxKVBytesPerToken {
+		v.add(field(p, "kv_bytes_per_token"), l.KVBytesPerToken, "must be <= %d (16 MiB): some 30 times the largest models' (Llama-3.1-405B: 504 KiB)", int64(MaxKVBytesPerToken))
 	}
 	if l.WeightDType != "" {
 		oneOf(v, field(p, "weight_dtype"), l.WeightDType, WeightDTypes)
@@ -325,8 +331,13 @@ func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string, use P
 	microseconds(v, field(p, "load_cold_us"), l.LoadColdUs)
 	microseconds(v, field(p, "load_warm_us"), l.LoadWarmUs)
 	optionalPositive(v, field(p, "host_link_gbps"), l.HostLinkGBps)
-	if finite(l.HostLinkGBps) && l.HostLinkGBps > MaxNICGbps {
+	switch {
+	case finite(l.HostLinkGBps) && l.HostLinkGBps > MaxNICGbps:
 		v.add(field(p, "host_link_gbps"), l.HostLinkGBps, "must be <= %g GB/s", MaxNICGbps)
+	case l.HostLinkGBps > 0 && l.HostLinkGBps < MinHostLinkGBps:
+		// Swaps and offload loads wait on it: a link of 1e-9 GB/s made one load years of
+		// simulated time, stepped through by the engine's timers.
+		v.add(field(p, "host_link_gbps"), l.HostLinkGBps, "must be 0 (the default, 25 GB/s) or >= %g GB/s: PCIe 1.0 x1 moves 0.25 GB/s", MinHostLinkGBps)
 	}
 	if it := l.Iteration; it != nil {
 		ip := field(p, "iteration")
@@ -368,6 +379,10 @@ func (l *LLMProfile) validateReplay(v *validator, p string) {
 			}
 		}
 	}
+	if l.Engine != nil && l.Engine.KVOffloadBytes > 0 && l.KVBytesPerToken <= 0 {
+		// Without it the tier has no blocks: the offload would silently be off.
+		v.add(field(p, "kv_bytes_per_token"), l.KVBytesPerToken, "missing: engine.kv_offload_bytes %d holds KV blocks of kv_bytes_per_token bytes a token", l.Engine.KVOffloadBytes)
+	}
 	if l.Engine != nil && l.Engine.SwapSpace > 0 && l.KVBytesPerToken == 0 {
 		v.add(field(p, "kv_bytes_per_token"), nil, "missing: engine.swap_space %g swaps preempted KV to CPU memory, whose time is its bytes", l.Engine.SwapSpace)
 	}
@@ -376,14 +391,42 @@ func (l *LLMProfile) validateReplay(v *validator, p string) {
 // MaxOutputDelaySteps bounds engine.output_delay_steps.
 const MaxOutputDelaySteps = 16
 
+// Bounds of the LLM profile fields that scale a simulated engine's memory or time.
+const (
+	// MaxKVCapacityTokens bounds kv_capacity_tokens: KV blocks are numbered in 32 bits.
+	MaxKVCapacityTokens = 1<<31 - 1
+	// MaxKVBytesPerToken bounds kv_bytes_per_token (16 MiB).
+	MaxKVBytesPerToken = 1 << 24
+	// MinHostLinkGBps is the slowest host link (GB/s) a profile may give.
+	MinHostLinkGBps = 0.1
+	// MaxEngineSeqs bounds max_num_seqs and max_num_partial_prefills (vLLM's defaults: 256
+	// and 1024 sequences).
+	MaxEngineSeqs = 1 << 16
+	// MaxEngineBatchedTokens bounds max_num_batched_tokens (vLLM's defaults: 2048 and 8192).
+	MaxEngineBatchedTokens = 1 << 24
+	// MaxEngineBlockSize bounds block_size (vLLM's: 1 to 256 tokens).
+	MaxEngineBlockSize = 1 << 12
+)
+
+// intIn requires an integer in [lo, hi].
+func intIn(v *validator, path string, x, lo, hi int64) {
+	if x < lo || x > hi {
+		v.add(path, x, "must be in [%d, %d]", lo, hi)
+	}
+}
+
 // validate checks engine settings that an engine could not run: budgets that cannot hold one
 // request (max_num_batched_tokens below the block size; a KV cache smaller than one
 // max_model_len; chunked prefill off with max_model_len over the token budget, which vLLM
 // refuses too) and out-of-range values.
 func (e *LLMEngine) validate(v *validator, p string, l *LLMProfile) {
-	atLeast(v, field(p, "max_num_seqs"), int64(e.MaxNumSeqs), 0)
-	atLeast(v, field(p, "block_size"), int64(e.BlockSize), 0)
-	atLeast(v, field(p, "max_num_partial_prefills"), int64(e.MaxNumPartialPrefills), 0)
+	// Every setting that scales an engine's memory or time is bounded (MaxEngineSeqs,
+	// MaxEngineBatchedTokens, MaxEngineBlockSize; the KV capacity and offload bytes in their
+	// fields): far above any deployment, within what one simulated engine holds.
+	intIn(v, field(p, "max_num_seqs"), int64(e.MaxNumSeqs), 0, MaxEngineSeqs)
+	intIn(v, field(p, "max_num_batched_tokens"), int64(e.MaxNumBatchedTokens), 0, MaxEngineBatchedTokens)
+	intIn(v, field(p, "block_size"), int64(e.BlockSize), 0, MaxEngineBlockSize)
+	intIn(v, field(p, "max_num_partial_prefills"), int64(e.MaxNumPartialPrefills), 0, MaxEngineSeqs)
 	atLeast(v, field(p, "max_model_len"), int64(e.MaxModelLen), 0)
 	block := e.BlockSize
 	if block <= 0 {
@@ -429,6 +472,11 @@ func (e *LLMEngine) validate(v *validator, p string, l *LLMProfile) {
 	}
 	if e.KVAllocation != "" {
 		oneOf(v, field(p, "kv_allocation"), e.KVAllocation, KVAllocations)
+	}
+	if e.VLLMVersion != "" {
+		if _, err := ParseVLLMVersion(e.VLLMVersion); err != nil {
+			v.add(field(p, "vllm_version"), e.VLLMVersion, "%s", err.Error())
+		}
 	}
 	if w := e.Watermark; w != nil && !(finite(*w) && *w >= 0 && *w < 1) {
 		v.add(field(p, "watermark"), *w, "must be in [0, 1): a fraction of the KV blocks")

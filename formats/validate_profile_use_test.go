@@ -71,6 +71,25 @@ func TestProfileUse(t *testing.T) {
 		}), UseReplay, nil},
 		{"swap space without KV bytes, replay", replayProfile(t, func(l map[string]any) { l["engine"].(map[string]any)["swap_space"] = 4 }), UseReplay,
 			[]string{"llms[0].kv_bytes_per_token: missing: engine.swap_space 4 swaps preempted KV"}},
+		{"offload tier without KV bytes, replay", replayProfile(t, func(l map[string]any) {
+			l["engine"].(map[string]any)["kv_offload_bytes"] = 1e10
+			l["kv_bytes_per_token"] = 0
+		}), UseReplay, []string{"llms[0].kv_bytes_per_token: 0: missing: engine.kv_offload_bytes 10000000000 holds KV blocks"}},
+		// Every field that scales a simulated engine's memory or time is bounded.
+		{"KV capacity 2^62, replay", replayProfile(t, func(l map[string]any) { l["kv_capacity_tokens"] = int64(1) << 62 }), UseReplay,
+			[]string{"llms[0].kv_capacity_tokens: 4611686018427387904: must be <= 2147483647 (2^31-1)"}},
+		{"host link 1e-9 GB/s, replay", replayProfile(t, func(l map[string]any) { l["host_link_gbps"] = 1e-9 }), UseReplay,
+			[]string{"llms[0].host_link_gbps: 1e-09: must be 0 (the default, 25 GB/s) or >= 0.1 GB/s"}},
+		{"KV bytes 2^40 a token, replay", replayProfile(t, func(l map[string]any) { l["kv_bytes_per_token"] = int64(1) << 40 }), UseReplay,
+			[]string{"llms[0].kv_bytes_per_token: 1099511627776: must be <= 16777216 (16 MiB)"}},
+		{"2^20 sequences, replay", replayProfile(t, func(l map[string]any) { l["engine"].(map[string]any)["max_num_seqs"] = 1 << 20 }), UseReplay,
+			[]string{"llms[0].engine.max_num_seqs: 1048576: must be in [0, 65536]"}},
+		{"2^30 batched tokens, replay", replayProfile(t, func(l map[string]any) { l["engine"].(map[string]any)["max_num_batched_tokens"] = 1 << 30 }), UseReplay,
+			[]string{"llms[0].engine.max_num_batched_tokens: 1073741824: must be in [0, 16777216]"}},
+		{"2^20-token blocks, replay", replayProfile(t, func(l map[string]any) { l["engine"].(map[string]any)["block_size"] = 1 << 20 }), UseReplay,
+			[]string{"llms[0].engine.block_size: 1048576: must be in [0, 4096]", "llms[0].engine.max_num_batched_tokens: 2048: must be >= block_size (1048576)"}},
+		{"2^20 partial prefills, replay", replayProfile(t, func(l map[string]any) { l["engine"].(map[string]any)["max_num_partial_prefills"] = 1 << 20 }), UseReplay,
+			[]string{"llms[0].engine.max_num_partial_prefills: 1048576: must be in [0, 65536]"}},
 		{"the KV capacity is the engine's, replay", replayProfile(t, func(l map[string]any) { delete(l, "kv_capacity_tokens") }), UseReplay,
 			missing("kv_capacity_tokens")},
 		{"other problems are not relaxed, replay", replayProfile(t, func(l map[string]any) { l["avg_batchh"] = 3 }), UseReplay,
