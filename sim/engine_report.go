@@ -47,6 +47,20 @@ type EngineReport struct {
 	Preemptions *int64 `json:"preemptions,omitempty"`
 	// PrefixCache is the engine's prefix-cache use when the profile enables it.
 	PrefixCache *EnginePrefixCache `json:"prefix_cache,omitempty"`
+	// KVOffload is the CPU KV offload tier's use when the profile gives one
+	// (engine.kv_offload_bytes).
+	KVOffload *EngineKVOffload `json:"kv_offload,omitempty"`
+}
+
+// EngineKVOffload is what the CPU offload tier behind the prefix cache saved (vLLM's
+// OffloadingConnector): its size, the prompt tokens the GPU's cache missed that were looked
+// up in it, those found and loaded back over the host link instead of recomputed, and their
+// ratio.
+type EngineKVOffload struct {
+	Bytes         int64   `json:"kv_offload_bytes"`
+	QueriedTokens int64   `json:"queried_tokens"`
+	LoadedTokens  int64   `json:"loaded_tokens"`
+	HitRate       float64 `json:"hit_rate"`
 }
 
 // EnginePrefixCache is what the engine's prefix cache saved (llm-engine-2 §2): prompt tokens
@@ -233,6 +247,9 @@ func engineSettings(l formats.LLMProfile) []EngineSetting {
 	str("preemption_mode", e.PreemptionMode, formats.PreemptionRecompute)
 	if e.SwapSpace > 0 {
 		out = append(out, EngineSetting{"swap_space", strconv.FormatFloat(e.SwapSpace, 'g', -1, 64), "engine"})
+	}
+	if e.KVOffloadBytes > 0 {
+		out = append(out, EngineSetting{"kv_offload_bytes", strconv.FormatInt(e.KVOffloadBytes, 10), "engine"})
 	}
 	if e.EnablePrefixCaching != nil {
 		out = append(out, EngineSetting{"enable_prefix_caching", strconv.FormatBool(*e.EnablePrefixCaching), "engine"})

@@ -304,7 +304,7 @@ func newPointSimCompact(cfg *SweepConfig, load float64, compact bool) (*Sim, err
 	opts := Options{
 		Duration: cfg.Duration, Seed: PointSeed(cfg.Seed, load, -1), Jitter: cfg.Jitter,
 		ExpectedRequests: int(math.Min(expect*1.1+1024, 1<<26)), Failures: cfg.Failures, CancelFraction: cfg.CancelFraction, Warmup: cfg.Warmup,
-		LLM: cfg.LLM,
+		LLM: cfg.LLM, Ctx: cfg.Ctx,
 	}
 	if compact {
 		CompactAsSweeps(&opts)

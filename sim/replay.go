@@ -148,7 +148,7 @@ func newReplaySim(cfg *SweepConfig, pol dataplane.Policy, load float64, compact 
 	n := x.Requests()
 	opts := Options{
 		Duration: window, Seed: PointSeed(cfg.Seed, load, -1), Jitter: cfg.Jitter, ExpectedRequests: n + 16,
-		Failures: cfg.Failures, CancelFraction: cfg.CancelFraction, Warmup: cfg.Warmup, LLM: cfg.LLM, Attrs: x.attr, Prefix: x.prefix,
+		Failures: cfg.Failures, CancelFraction: cfg.CancelFraction, Warmup: cfg.Warmup, LLM: cfg.LLM, Attrs: x.attr, Prefix: x.prefix, Ctx: cfg.Ctx,
 	}
 	if compact {
 		CompactAsSweeps(&opts)

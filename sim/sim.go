@@ -9,6 +9,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -76,7 +77,14 @@ type Options struct {
 	Horizon dataplane.Time
 	// settle, when set, stops the run once it is certain to fail its judge (settle.go).
 	settle *settleWatch
+	// Ctx, when set, stops the run once it is cancelled (SIGINT, SIGTERM): Run checks it
+	// every CancelCheckEvents events and returns its cause, so a cancelled run ends within
+	// that much work whatever its length.
+	Ctx context.Context
 }
+
+// CancelCheckEvents is how many events Run processes between two checks of Options.Ctx.
+const CancelCheckEvents = 1024
 
 // ErrHorizon is returned by Run when virtual time passes Options.Horizon.
 var ErrHorizon = errors.New("sim: past the horizon")
@@ -228,7 +236,10 @@ func (s *Sim) Finish(now dataplane.Time, r *dataplane.Request) {
 // Run processes events until the heap is empty (arrivals stop at Duration and every request
 // then drains) and returns the metrics.
 func (s *Sim) Run() (*Metrics, error) {
-	for s.heap.Len() > 0 {
+	for n := 0; s.heap.Len() > 0; n++ {
+		if ctx := s.opts.Ctx; ctx != nil && n%CancelCheckEvents == 0 && ctx.Err() != nil {
+			return nil, fmt.Errorf("interrupted at %d µs of simulated time: %w", s.now, context.Cause(ctx))
+		}
 		at, ev := s.heap.Pop()
 		s.now = at
 		if s.opts.Horizon > 0 && s.now > s.opts.Horizon {

@@ -27,6 +27,9 @@ type SweepConfig struct {
 	Duration rt.Time
 	Seed     uint64
 	Jitter   float64
+	// Ctx, when set, stops every point's run once cancelled (Options.Ctx); Sweep sets it
+	// from its own context when nil.
+	Ctx context.Context
 	// Parallel bounds concurrent load points (≤ 0: GOMAXPROCS).
 	Parallel int
 	// Progress, when set, is called after each finished point (from the calling goroutine's
@@ -145,6 +148,11 @@ func RunPoint(cfg *SweepConfig, load float64) (*Point, error) {
 func Sweep(ctx context.Context, cfg *SweepConfig) (*Report, error) {
 	if len(cfg.Loads) == 0 {
 		return nil, fmt.Errorf("empty load range")
+	}
+	if cfg.Ctx == nil {
+		c := *cfg
+		c.Ctx = ctx
+		cfg = &c
 	}
 	points, err := runPoints(ctx, cfg, cfg.Loads, 0)
 	if err != nil {

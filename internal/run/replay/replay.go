@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
+	dllm "github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 	progressline "github.com/plan-dev/plan/internal/progress"
@@ -227,7 +228,7 @@ func capturePolicies(reg *dataplane.Registry, name string, got *dataplane.Policy
 // Run is `plan simulate --llm --profile F --trace T`: the deployment of one instance of
 // the profile's LLM, the trace replayed through it once as recorded, and the token timings
 // users measure (LLM engine digest §3).
-func Run(_ context.Context, a Args, io *run.IO) error {
+func Run(ctx context.Context, a Args, io *run.IO) error {
 	if err := check(&a); err != nil {
 		return err
 	}
@@ -304,7 +305,7 @@ func Run(_ context.Context, a Args, io *run.IO) error {
 	cfg := &sim.SweepConfig{
 		Dep: dep, Policies: reg, Policy: pcfg, Arrival: spec, BaseRPS: x.NativeRPS(), Loads: []float64{1},
 		Seed: a.Seed, Jitter: a.Jitter, CancelFraction: a.Cancel, LLM: llm, Replay: x, RecordRequests: true,
-		PlanName: a.Profile,
+		PlanName: a.Profile, Ctx: ctx, // SIGINT/SIGTERM stop the replay (sim.Options.Ctx)
 	}
 	if a.DurationSet {
 		cfg.Duration = dataplane.Time(a.Duration / time.Microsecond)
@@ -330,6 +331,13 @@ func Run(_ context.Context, a Args, io *run.IO) error {
 		rep.PrefixCache = &sim.EnginePrefixCache{QueriedTokens: q, CachedTokens: h}
 		if q > 0 {
 			rep.PrefixCache.HitRate = math.Round(float64(h)/float64(q)*1e6) / 1e6
+		}
+	}
+	if s, ok := ran.(dllm.StatsReporter); ok && prof.Engine != nil && prof.Engine.KVOffloadBytes > 0 {
+		st := s.EngineStats()
+		rep.KVOffload = &sim.EngineKVOffload{Bytes: prof.Engine.KVOffloadBytes, QueriedTokens: st.OffloadQueries, LoadedTokens: st.OffloadHits}
+		if st.OffloadQueries > 0 {
+			rep.KVOffload.HitRate = math.Round(float64(st.OffloadHits)/float64(st.OffloadQueries)*1e6) / 1e6
 		}
 	}
 	if err := writeEngineRequests(a.RequestsOut, pt.Requests, traceRequestIDs(spec.Trace.Requests)); err != nil {

@@ -66,6 +66,9 @@ func printEngineReport(io *run.IO, rep *sim.EngineReport) {
 	if c := rep.PrefixCache; c != nil {
 		fmt.Fprintf(io.Out, "prefix cache: hit rate %.1f%%, %d of %d prompt tokens cached (prefill skipped)\n", 100*c.HitRate, c.CachedTokens, c.QueriedTokens)
 	}
+	if o := rep.KVOffload; o != nil {
+		fmt.Fprintf(io.Out, "CPU KV offload (kv_offload_bytes %d): hit rate %.1f%%, %d of the %d prompt tokens the prefix cache missed loaded back over the host link\n", o.Bytes, 100*o.HitRate, o.LoadedTokens, o.QueriedTokens)
+	}
 }
 
 func ms4(p sim.PercentilesUs) string {

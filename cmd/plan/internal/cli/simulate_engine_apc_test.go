@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,5 +116,83 @@ func TestSimulateLLMEnginePrefixCache(t *testing.T) {
 	}
 	if _, _, text := run(off); !strings.Contains(text, "enable_prefix_caching false,") {
 		t.Errorf("text report does not name caching off:\n%s", text)
+	}
+}
+
+// TestSimulateLLMEngineOffload: a profile with a CPU KV offload tier (engine.kv_offload_bytes)
+// names it among the replay's engine settings and reports the tier's hit rate — loaded
+// tokens of the prompt tokens the GPU's prefix cache missed — in text and JSON; eight system
+// prompts cycling through a GPU cache that holds six thrash it, and the tier serves them.
+// Without kv_bytes_per_token the tier would have no blocks: refused, naming the field.
+func TestSimulateLLMEngineOffload(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(engineFixture("profile.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, kvBytes int) string {
+		var prof map[string]any
+		if err := json.Unmarshal(data, &prof); err != nil {
+			t.Fatal(err)
+		}
+		entry := prof["llms"].([]any)[0].(map[string]any)
+		entry["kv_bytes_per_token"], entry["kv_capacity_tokens"], entry["host_link_gbps"] = kvBytes, 20000, 25
+		entry["engine"].(map[string]any)["kv_offload_bytes"] = 1e10
+		path := filepath.Join(dir, name)
+		b, _ := json.Marshal(prof)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	var rows []string
+	for i := range 40 {
+		rows = append(rows, fmt.Sprintf(`{"t_us":%d,"input_tokens":3000,"output_tokens":20,"prefix_group":"g%d","prefix_tokens":2048}`, i*300000, i%8))
+	}
+	trace := filepath.Join(dir, "trace.json")
+	doc := `{"apiVersion":"plan/v1","kind":"Trace","metadata":{"name":"sys"},"requests":[` + strings.Join(rows, ",\n") + "]}"
+	if err := os.WriteFile(trace, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		kvBytes int
+		json    bool
+		code    int
+		want    []string
+	}{
+		{name: "text", kvBytes: 131072, code: 0, want: []string{"kv_offload_bytes 10000000000,", "CPU KV offload (kv_offload_bytes 10000000000): hit rate "}},
+		{name: "json", kvBytes: 131072, json: true, code: 0},
+		{name: "no KV bytes", kvBytes: 0, code: ExitUsage, want: []string{"kv_bytes_per_token: 0: missing: engine.kv_offload_bytes 10000000000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"simulate", "--llm", "--profile", write(tc.name+".json", tc.kvBytes), "--trace", trace, "-q"}
+			if tc.json {
+				args = append(args, "-O", "json")
+			}
+			code, stdout, stderr := runCLI(t, args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s", code, tc.code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout+stderr, w) {
+					t.Errorf("output lacks %q:\n%s%s", w, stdout, stderr)
+				}
+			}
+			if !tc.json {
+				return
+			}
+			var rep sim.EngineReport
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+				t.Fatal(err)
+			}
+			o := rep.KVOffload
+			if o == nil || o.Bytes != 1e10 || o.LoadedTokens <= 0 || o.LoadedTokens > o.QueriedTokens || o.HitRate <= 0 {
+				t.Fatalf("kv_offload %+v: want the tier's loads", o)
+			}
+			if !slices.ContainsFunc(rep.Engine, func(s sim.EngineSetting) bool { return s.Name == "kv_offload_bytes" && s.Value == "10000000000" }) {
+				t.Errorf("engine settings %+v lack kv_offload_bytes", rep.Engine)
+			}
+		})
 	}
 }
