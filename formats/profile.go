@@ -232,6 +232,11 @@ type LLMEngine struct {
 	// Speculative turns on speculative decoding (llm-deploy-search §5; nil = off): every
 	// decode step verifies draft_tokens proposed tokens per sequence.
 	Speculative *LLMSpeculative `json:"speculative,omitempty"`
+	// VLLMVersion is the vLLM release the profile's step model and engine rules represent
+	// ("0.15"; "" = DefaultVLLMVersion; ParseVLLMVersion says which it can model): the
+	// release decides whether the scheduler's host work overlaps each step (async
+	// scheduling) and its default KV rules (VersionDefaults).
+	VLLMVersion string `json:"vllm_version,omitempty"`
 }
 
 // LLMSpeculative are the settings of speculative decoding (Leviathan et al., ICML'23 §3;

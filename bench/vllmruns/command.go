@@ -22,6 +22,7 @@ import (
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/benchapi"
+	"github.com/plan-dev/plan/profiler/llm"
 )
 
 // Command is `plan bench vllm-runs`.
@@ -110,7 +111,7 @@ func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 			return bench.Usage(err)
 		}
 	}
-	results, err := ReplayAll(ctx, runs, o.Replay, o.seed, func(done, total int) { env.Progressf("%d/%d runs", done, total) })
+	results, err := ReplayAll(ctx, runs, o.Replay, o.seed, nil, func(done, total int) { env.Progressf("%d/%d runs", done, total) })
 	if err != nil {
 		return err
 	}
@@ -155,7 +156,7 @@ func selectRuns(runs []Run, only []string) ([]Run, error) {
 
 // ReplayAll replays every run, in parallel over the CPUs, and returns the results in the
 // runs' order (each run's replay is deterministic, so the order of work does not matter).
-func ReplayAll(ctx context.Context, runs []Run, replay Replayer, seed uint64, progress func(done, total int)) ([]Result, error) {
+func ReplayAll(ctx context.Context, runs []Run, replay Replayer, seed uint64, corr *llm.Corrections, progress func(done, total int)) ([]Result, error) {
 	out := make([]Result, len(runs))
 	errs := make([]error, len(runs))
 	next := make(chan int)
@@ -169,7 +170,7 @@ func ReplayAll(ctx context.Context, runs []Run, replay Replayer, seed uint64, pr
 					errs[i] = err
 					continue
 				}
-				out[i], errs[i] = Replay(ctx, runs[i], replay, seed)
+				out[i], errs[i] = Replay(ctx, runs[i], replay, seed, corr)
 				mu.Lock()
 				done++
 				if progress != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/quantile"
-	"github.com/plan-dev/plan/profiler/gpus"
 	"github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/sim"
 )
@@ -25,28 +24,25 @@ type Replayer func(ctx context.Context, prof formats.LLMProfile, name string, t 
 const chatTemplateTokens = 30
 
 // Profile is the analytic profile of run's deployment as `plan profile --llm NAME --gpu G
-// --tp N [--quantization fp8]` writes it, with the run's engine settings in its engine
-// block (vLLM's flags as the run was started: the token and sequence budgets, block size
-// 16, chunked prefill and prefix caching on, max_model_len 4096, its memory utilization),
-// the KV capacity vLLM allocated (its GPU blocks × 16) and the CPU offload tier its
-// connector had; plan's own KV estimate under those settings is returned beside it.
-func Profile(run Run) (formats.LLMProfile, llm.KVMemory, error) {
-	p, err := llm.EstimateWith(run.model, run.GPU, run.TP, llm.Variant{})
-	if err != nil {
-		return formats.LLMProfile{}, llm.KVMemory{}, fmt.Errorf("run %s: %s: %v", run.ID, run.Label(), err)
-	}
+// --tp N [--quantization fp8]` writes it with the run's engine settings (vLLM's flags as
+// the run was started: the token and sequence budgets, block size 16, chunked prefill and
+// prefix caching on, max_model_len 4096, its memory utilization, vLLM 0.15), with the KV
+// capacity vLLM allocated (its GPU blocks × 16) and the CPU offload tier its connector had;
+// plan's own KV estimate under those settings is returned beside it. corr, when not nil,
+// are candidate step-model corrections (the fit's).
+func Profile(run Run, corr *llm.Corrections) (formats.LLMProfile, int64, error) {
 	on := true
-	e := *p.Engine
-	e.MaxNumSeqs, e.MaxNumBatchedTokens, e.BlockSize = run.MaxNumSeqs, run.MaxNumBatchedTokens, blockTokens
-	e.EnableChunkedPrefill, e.EnablePrefixCaching = &on, &on
-	e.MaxModelLen, e.GPUMemoryUtilization = maxModelLen, run.GPUMemUtil
-	p.Engine = &e
-	g, _ := gpus.Lookup(run.GPU)
-	est := llm.KVBudgetWith(run.model, g, run.TP, false, llm.KVSettings{
-		BatchedTokens: run.MaxNumBatchedTokens, MaxSeqs: run.MaxNumSeqs, Utilization: run.GPUMemUtil, BlockTokens: blockTokens})
+	settings := &formats.LLMEngine{MaxNumSeqs: run.MaxNumSeqs, MaxNumBatchedTokens: run.MaxNumBatchedTokens, BlockSize: blockTokens,
+		EnableChunkedPrefill: &on, EnablePrefixCaching: &on, MaxModelLen: maxModelLen, GPUMemoryUtilization: run.GPUMemUtil,
+		VLLMVersion: vllmVersion}
+	p, err := llm.EstimateWith(run.model, run.GPU, run.TP, llm.Variant{Engine: settings, Corrections: corr})
+	if err != nil {
+		return formats.LLMProfile{}, 0, fmt.Errorf("run %s: %s: %v", run.ID, run.Label(), err)
+	}
+	est := p.KVCapacityTokens
 	p.KVCapacityTokens = run.KVGPUBlocks * blockTokens
 	if run.KVCPUBlocks > 0 {
-		e.KVOffloadBytes = run.KVCPUBlocks * blockTokens * p.KVBytesPerToken
+		p.Engine.KVOffloadBytes = run.KVCPUBlocks * blockTokens * p.KVBytesPerToken
 	}
 	return *p, est, nil
 }
@@ -56,6 +52,8 @@ func Profile(run Run) (formats.LLMProfile, llm.KVMemory, error) {
 const (
 	blockTokens = 16
 	maxModelLen = 4096
+	// vllmVersion is the release every bundled run served with (the runs' README).
+	vllmVersion = "0.15"
 )
 
 // Trace is the run's workload as inference-perf's shared_prefix generator drove it: its
@@ -107,14 +105,15 @@ type StageResult struct {
 	Stage     string   `json:"stage"`
 	RateRPS   float64  `json:"rate_rps,omitempty"`
 	Requests  int      `json:"requests"`
-	Measured  Measured `json:"measured"`
-	Predicted Measured `json:"predicted"`
+	Measured  Measured `json:"measured_ms"`
+	Predicted Measured `json:"predicted_ms"`
 	ErrorPct  Measured `json:"error_pct"`
 }
 
-// Replay replays run through replay and scores each stage and the whole run.
-func Replay(ctx context.Context, run Run, replay Replayer, seed uint64) (Result, error) {
-	prof, est, err := Profile(run)
+// Replay replays run through replay and scores each stage and the whole run; corr as
+// Profile's.
+func Replay(ctx context.Context, run Run, replay Replayer, seed uint64, corr *llm.Corrections) (Result, error) {
+	prof, est, err := Profile(run, corr)
 	if err != nil {
 		return Result{}, err
 	}
@@ -123,8 +122,8 @@ func Replay(ctx context.Context, run Run, replay Replayer, seed uint64) (Result,
 	if err != nil {
 		return Result{}, fmt.Errorf("run %s: %v", run.ID, err)
 	}
-	res := Result{Run: run.ID, Deployment: run.Label(), MoE: run.MoE(), KVTokens: prof.KVCapacityTokens, KVEstimateTokens: est.Tokens}
-	res.KVEstimateErrorPct = pct(float64(est.Tokens), float64(prof.KVCapacityTokens))
+	res := Result{Run: run.ID, Deployment: run.Label(), MoE: run.MoE(), KVTokens: prof.KVCapacityTokens, KVEstimateTokens: est}
+	res.KVEstimateErrorPct = pct(float64(est), float64(prof.KVCapacityTokens))
 	// Records by stage of arrival.
 	bounds := make([]int64, len(run.Stages))
 	end := 0.0

@@ -47,7 +47,7 @@ type Run struct {
 	OutputTokens       int `json:"output_tokens"`
 	// Stages run back to back; All is the whole run's measurement.
 	Stages []Stage   `json:"stages"`
-	All    Measured  `json:"all"`
+	All    Measured  `json:"all_ms"`
 	model  llm.Model // resolved from HFModel and Weights
 }
 
@@ -55,23 +55,24 @@ type Run struct {
 type Stage struct {
 	RateRPS   float64  `json:"rate_rps"`
 	DurationS float64  `json:"duration_s"`
-	Measured  Measured `json:"measured"`
+	Measured  Measured `json:"measured_ms"`
 }
 
-// Measured is what the client measured over a set of requests, in milliseconds.
+// Measured is what the client measured over a set of requests, in milliseconds (the same
+// figures, as signed or absolute errors in percent, where a field's name says _pct).
 type Measured struct {
-	E2EMean  float64 `json:"e2e_mean_ms"`
-	E2EP90   float64 `json:"e2e_p90_ms"`
-	E2EP99   float64 `json:"e2e_p99_ms"`
-	TTFTMean float64 `json:"ttft_mean_ms"`
-	TTFTP90  float64 `json:"ttft_p90_ms"`
-	TTFTP99  float64 `json:"ttft_p99_ms"`
+	E2EMean  float64 `json:"e2e_mean"`
+	E2EP90   float64 `json:"e2e_p90"`
+	E2EP99   float64 `json:"e2e_p99"`
+	TTFTMean float64 `json:"ttft_mean"`
+	TTFTP90  float64 `json:"ttft_p90"`
+	TTFTP99  float64 `json:"ttft_p99"`
 	// ITLMean is the mean time per output token after the first: (E2E mean − TTFT mean)
 	// over the generated tokens less one. The study's own column divides by the tokens its
 	// client counted by re-tokenizing the text (for Llama-2-7B about 200 of the 247
 	// generated), so it is recomputed here from the means with the count the engine
 	// generated (ignore_eos): the quantity the simulator predicts.
-	ITLMean float64 `json:"itl_mean_ms"`
+	ITLMean float64 `json:"itl_mean"`
 }
 
 // columns are the runs file's columns, all required (the file's README describes them).

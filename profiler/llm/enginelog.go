@@ -66,36 +66,23 @@ func normalSetting(field, v string) (string, error) {
 }
 
 // Engine is the engine block of a profile of the engine that ran the log: the scheduling
-// rules its vLLM version used by default (vllm_version), overridden by the flags the log
-// states; nil when it states neither. notes say what each version implied, for the user.
-//
-// By version (LLM engine digest part 2, §1 and §2): before 0.8 vLLM ran V0 by default
-// (VLLM_USE_V1 became the default in 0.8.0), which reserves a whole prompt's KV blocks at
-// admission, frees a finished request's blocks a step late under async output processing
-// (on by default on CUDA) and has prefix caching off; 0.8 to 0.11 ran V1 without
-// scheduler_reserve_full_isl (v0.11's SchedulerConfig has neither it nor a V1 watermark):
-// blocks per chunk, freed in the same step, prefix caching on; later versions take the
-// current defaults (formats.KVAllocDefault), with prefix caching on.
+// rules its vLLM version used by default (vllm_version, formats.LLMEngine.VersionDefaults),
+// overridden by the flags the log states; nil when it states neither. notes say what the
+// version implied, for the user.
 func (l *StepLog) Engine() (*formats.LLMEngine, []string) {
 	if len(l.Settings) == 0 {
 		return nil, nil
 	}
 	e := &formats.LLMEngine{}
 	var notes []string
+	var version *formats.VLLMVersion
 	if v, ok := l.Settings["vllm_version"]; ok {
-		major, _ := strconv.Atoi(strings.Split(v, ".")[0])
-		minor, _ := strconv.Atoi(strings.Split(v, ".")[1])
-		switch {
-		case major == 0 && minor < 8:
-			e.KVAllocation, e.Release, e.EnablePrefixCaching = formats.KVAllocAdmission, formats.ReleaseNextStep, new(false)
-			notes = append(notes, fmt.Sprintf("vllm_version %s: the V0 engine: KV blocks for the whole prompt at admission, a finished request's blocks free a step later (async output processing), no prefix caching", v))
-		case major == 0 && minor <= 11:
-			e.KVAllocation, e.Release, e.EnablePrefixCaching = formats.KVAllocChunk, formats.ReleaseSameStep, new(true)
-			notes = append(notes, fmt.Sprintf("vllm_version %s: the V1 engine before scheduler_reserve_full_isl: KV blocks per chunk, freed in the same step, prefix caching on", v))
-		default:
-			e.EnablePrefixCaching = new(true)
-			notes = append(notes, fmt.Sprintf("vllm_version %s: current V1 defaults (kv_allocation %s), prefix caching on", v, formats.KVAllocDefault))
+		pv, err := formats.ParseVLLMVersion(v)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("vllm_version %s: %v; the engine rules are %s's", v, err, formats.DefaultVLLMVersion))
+			pv, _ = formats.ParseVLLMVersion(formats.DefaultVLLMVersion)
 		}
+		version = &pv
 	}
 	if v, ok := l.Settings["kv_allocation"]; ok {
 		e.KVAllocation = v
@@ -108,5 +95,9 @@ func (l *StepLog) Engine() (*formats.LLMEngine, []string) {
 	}
 	atoi := func(k string) int { n, _ := strconv.Atoi(l.Settings[k]); return n }
 	e.BlockSize, e.MaxNumBatchedTokens, e.MaxNumSeqs = atoi("block_size"), atoi("max_num_batched_tokens"), atoi("max_num_seqs")
+	if version != nil {
+		// The log's own flags are set above; the version fills the rest.
+		notes = append(notes, e.VersionDefaults(*version)...)
+	}
 	return e, notes
 }

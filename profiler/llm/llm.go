@@ -80,6 +80,8 @@ type Options struct {
 	// (mixture-of-experts models at TP > 1; others skip it).
 	Quantization   string
 	ExpertParallel bool
+	// Engine are the server's settings (Variant.Engine), for every profile.
+	Engine *formats.LLMEngine
 }
 
 // Estimate builds the analytic profile of model on GPU type gpu at the smallest
@@ -127,6 +129,59 @@ type Variant struct {
 	MemoryBytes    int64
 	Quantization   string
 	ExpertParallel bool
+	// Engine are the server's own settings (vLLM's flags: max_num_seqs,
+	// max_num_batched_tokens, max_model_len, gpu_memory_utilization, block_size, prefix
+	// caching, vllm_version; nil or zero fields: vLLM's defaults for the GPU and release).
+	// They decide the KV budget (the profiling forward's activation peak, the memory share),
+	// the largest CUDA-graph step and the release's per-step overhead, and are the profile's
+	// engine block.
+	Engine *formats.LLMEngine
+	// Corrections, when set, replace the fitted step-model corrections: a fit's candidates
+	// (bench/vllmruns), never a user's setting.
+	Corrections *Corrections
+}
+
+// overlayEngine sets on e every setting of o that o states (non-zero).
+func overlayEngine(e *formats.LLMEngine, o *formats.LLMEngine) {
+	if o == nil {
+		return
+	}
+	ints := []struct{ dst, src *int }{
+		{&e.MaxNumBatchedTokens, &o.MaxNumBatchedTokens}, {&e.MaxNumSeqs, &o.MaxNumSeqs}, {&e.BlockSize, &o.BlockSize},
+		{&e.MaxModelLen, &o.MaxModelLen}, {&e.MaxNumPartialPrefills, &o.MaxNumPartialPrefills},
+	}
+	for _, f := range ints {
+		if *f.src > 0 {
+			*f.dst = *f.src
+		}
+	}
+	strs := []struct{ dst, src *string }{
+		{&e.VLLMVersion, &o.VLLMVersion}, {&e.KVAllocation, &o.KVAllocation}, {&e.Release, &o.Release},
+		{&e.SchedulingPolicy, &o.SchedulingPolicy}, {&e.PreemptionMode, &o.PreemptionMode},
+	}
+	for _, f := range strs {
+		if *f.src != "" {
+			*f.dst = *f.src
+		}
+	}
+	if o.GPUMemoryUtilization > 0 {
+		e.GPUMemoryUtilization = o.GPUMemoryUtilization
+	}
+	if o.EnableChunkedPrefill != nil {
+		e.EnableChunkedPrefill = new(*o.EnableChunkedPrefill)
+	}
+	if o.EnablePrefixCaching != nil {
+		e.EnablePrefixCaching = new(*o.EnablePrefixCaching)
+	}
+	if o.Watermark != nil {
+		e.Watermark = new(*o.Watermark)
+	}
+	if o.KVOffloadBytes > 0 {
+		e.KVOffloadBytes = o.KVOffloadBytes
+	}
+	if o.SwapSpace > 0 {
+		e.SwapSpace = o.SwapSpace
+	}
 }
 
 // EstimateWith builds the analytic profile of model m on tp GPUs of type gpu run as v
@@ -167,13 +222,30 @@ func EstimateWith(m Model, gpu string, tp int, v Variant) (*formats.LLMProfile, 
 	if err != nil {
 		return nil, err
 	}
-	d = d.WithKVCache(fp8)
+	engine := engineDefaults(g.Name)
+	overlayEngine(engine, v.Engine)
+	if v.Engine != nil && v.Engine.VLLMVersion != "" {
+		if _, err := formats.ParseVLLMVersion(v.Engine.VLLMVersion); err != nil {
+			return nil, err
+		}
+	}
+	version := engine.Version()
+	engine.VersionDefaults(version)
+	d = d.WithKVCache(fp8).WithEngine(version, engine.MaxNumSeqs)
+	if v.Corrections != nil {
+		c := *v.Corrections
+		d.corr = &c
+	}
 	if v.ExpertParallel {
 		if d, err = d.WithExpertParallel(); err != nil {
 			return nil, err
 		}
 	}
-	kvCap := KVBudget(m, g, tp, fp8).Tokens
+	kvCap := KVBudgetWith(m, g, tp, fp8, KVSettings{BatchedTokens: engine.MaxNumBatchedTokens, MaxSeqs: engine.MaxNumSeqs,
+		Utilization: engine.GPUMemoryUtilization, BlockTokens: engine.BlockSize}).Tokens
+	if kvCap < minKVTokens {
+		return nil, fmt.Errorf("LLM %s does not fit %d × %s under these engine settings: room for %d KV tokens, want at least %d", m.Name, tp, g.Name, max(kvCap, 0), minKVTokens)
+	}
 	avgBatch := math.Min(maxSeqs, math.Floor(float64(kvCap)/avgReqTokens))
 	// At the average running batch the sequences are half-way through on average.
 	step := d.Decode(int(avgBatch), avgReqTokens/2).Total()
@@ -182,7 +254,6 @@ func EstimateWith(m Model, gpu string, tp int, v Variant) (*formats.LLMProfile, 
 	base, p2048 := d.Prefill(1, 0).Total(), d.Prefill(2048, 0).Total()
 	perTok := (p2048 - base) / 2048
 	w := m.WeightBytes()
-	engine := engineDefaults(g.Name)
 	if kvDtype != "" && kvDtype != "auto" {
 		engine.KVCacheDtype = kvDtype
 	}
@@ -249,7 +320,7 @@ func engineDefaults(gpu string) *formats.LLMEngine {
 func iteration(d Deployment, avgBatch int) *formats.LLMIteration {
 	// The budgets are the engine block's (engineDefaults), not the older iteration fields.
 	it := &formats.LLMIteration{PreemptMode: "auto", CPUSwapBytes: int64(cpuSwapGB * 1e9)}
-	for _, n := range []int{1, 128, 512, 1024, 2048, 4096, 8192} {
+	for _, n := range prefillBreakpoints {
 		it.Prefill = append(it.Prefill, formats.PWLPoint{Tokens: n, Us: round(d.Prefill(n, 0).Total())})
 	}
 	it.DecodeUsPerContextToken = math.Round(d.DecodeUsPerContextToken()*1e6) / 1e6
@@ -258,7 +329,7 @@ func iteration(d Deployment, avgBatch int) *formats.LLMIteration {
 	// slope around it.
 	// Measured GEMMs step with the tile count (m = 129 costs about what 192 does), so the
 	// curve also passes through the average batch the planner reads its decode step at.
-	sizes := []int{1, 16, 64, 128, maxSeqs}
+	sizes := decodeBreakpoints(d.graphSeqsOrDefault())
 	if avgBatch > 1 && !slices.Contains(sizes, avgBatch) {
 		sizes = append(sizes, avgBatch)
 		slices.Sort(sizes)
@@ -272,6 +343,30 @@ func iteration(d Deployment, avgBatch int) *formats.LLMIteration {
 		it.Decode = append(it.Decode, formats.PWLPoint{Tokens: b, Us: us})
 	}
 	return it
+}
+
+// prefillBreakpoints are the prefill curve's token counts: dense where chunked prefill's
+// mixed steps fall (a chunk plus the running decodes, up to the token budget) and where the
+// terms change regime (the CUDA-graph sizes up to 512, attention's quadratic growth past
+// 4,096), so linear interpolation between them follows the step model: a mixture of
+// experts' layer is concave in its tokens (the experts touched saturate), and a sparse
+// curve under-counts it between points.
+var prefillBreakpoints = []int{1, 16, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192}
+
+// decodeBreakpoints are the decode curve's batch sizes up to seqs (at least maxSeqs):
+// vLLM's CUDA-graph sizes below 32, then about 1.5× apart — the touched experts of a
+// mixture-of-experts layer grow as E·(1−(1−k/E)^b), concave, so coarse points would read
+// a decode step between them too fast.
+func decodeBreakpoints(seqs int) []int {
+	out := []int{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256}
+	for b := 384; b <= max(seqs, maxSeqs); b += b / 3 {
+		out = append(out, b)
+	}
+	if seqs > maxSeqs && !slices.Contains(out, seqs) {
+		out = append(out, seqs)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Known reports whether the analytic model knows model and gpu (Estimate can profile them).
@@ -325,7 +420,7 @@ func EstimateAll(modelNames, gpuNames []string, opt Options) ([]formats.LLMProfi
 	var skipped []Skipped
 	for _, m := range ms {
 		for _, g := range gpuNames {
-			v := Variant{Link: opt.Link, KVCacheDtype: opt.KVCacheDtype, Quantization: opt.Quantization}
+			v := Variant{Link: opt.Link, KVCacheDtype: opt.KVCacheDtype, Quantization: opt.Quantization, Engine: opt.Engine}
 			if len(opt.TP) == 0 {
 				p, err := EstimateWith(m, g, 0, v)
 				if err != nil {

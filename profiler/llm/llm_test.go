@@ -141,13 +141,18 @@ func TestEstimateIteration(t *testing.T) {
 			}
 			m, _ := Lookup(mg[0])
 			g, _ := gpus.Lookup(mg[1])
+			prev := 0.0
 			for _, pt := range it.Decode {
 				ctx := float64(pt.Tokens) * avgReqTokens / 2
-				// Exact, except where the breakpoint was lifted to keep the curve monotone
-				// (measured decode attention is not exactly linear in the context): ≤ 1%.
-				if got, want := pt.Us+it.DecodeUsPerContextToken*ctx, StepUs(m, g, p.GPUCount, pt.Tokens, ctx); got < want-0.05 || got > want*1.01+0.05 {
+				// Exact, except where the breakpoint was lifted to the one before it to keep
+				// the curve monotone (measured decode attention is not exactly linear in the
+				// context, and GEMMs of 1 and 2 rows differ by noise): ≤ 1% above the larger.
+				got, want := pt.Us+it.DecodeUsPerContextToken*ctx, StepUs(m, g, p.GPUCount, pt.Tokens, ctx)
+				lifted := prev + it.DecodeUsPerContextToken*ctx
+				if got < want-0.05 || got > max(want, lifted)*1.01+0.05 {
 					t.Errorf("decode at %d sequences, typical context: %g µs, StepUs %g", pt.Tokens, got, want)
 				}
+				prev = pt.Us
 			}
 			b := int(p.AvgBatch)
 			ctx := p.AvgBatch * avgReqTokens / 2
@@ -203,7 +208,15 @@ func TestMeasuredH100(t *testing.T) {
 		t.Fatalf("fixture: gpu %q, %d LLMs", m.GPU, len(m.LLM))
 	}
 	for _, ml := range m.LLM {
-		p, err := Estimate(ml.Model, "H100")
+		// The fixture is plain PyTorch: no scheduler, no torch.compile fusion of the
+		// elementwise kernels. The engine model nearest it is an uncompiled one (V0), whose
+		// elementwise kernels run as timed (the compiled V1 share is fitted on real vLLM runs,
+		// bench/vllmruns).
+		mod, err := Lookup(ml.Model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := EstimateWith(mod, "H100", 0, Variant{Engine: &formats.LLMEngine{VLLMVersion: "0.7"}})
 		if err != nil {
 			t.Fatal(err)
 		}

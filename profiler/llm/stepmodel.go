@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/profiler/gpus"
 	"github.com/plan-dev/plan/profiler/kerneltab"
 	"github.com/plan-dev/plan/profiler/roofline"
@@ -62,6 +63,110 @@ type Deployment struct {
 	// ep: the experts are spread over the TP GPUs whole (vLLM's --enable-expert-parallel)
 	// rather than each split TP ways; see moeUs.
 	ep bool
+	// version is the vLLM release whose engine runs the steps (formats.VLLMVersion; zero:
+	// formats.DefaultVLLMVersion), graphSeqs the engine's max_num_seqs (0: the GPU's
+	// default), which sets its largest CUDA-graph size (cudaGraphMaxTokens).
+	version   formats.VLLMVersion
+	graphSeqs int
+	// corr are the fitted corrections the step model applies (nil: the fitted ones,
+	// FittedCorrections; a fit passes its candidates).
+	corr *Corrections
+}
+
+// Corrections are the step model's learned terms: what no kernel table measures, fitted
+// globally — one value for every model, GPU and run — on the real-run validation set
+// (bench/vllmruns) and reported with their leave-one-run-out error (fitted_corrections.go).
+type Corrections struct {
+	// HostUs is the per-step host time an engine with async scheduling (vLLM 0.14 on)
+	// leaves exposed, µs: the scheduler works a step ahead, so only what cannot overlap the
+	// GPU remains of the synchronous engine's stepOverheadUs.
+	HostUs float64 `json:"async_host_overhead_us"`
+	// ElementwiseScale is the compiled elementwise efficiency: the share of the elementwise
+	// kernels' eager cost (RMSNorm, rotary embedding, SiLU-and-mul, residual add, timed as
+	// separate kernels from HBM: roofline.ElementwiseUs) a V1 engine pays, which compiles
+	// them into fused kernels replayed in CUDA graphs and reads step-sized activations from
+	// L2 rather than HBM.
+	ElementwiseScale float64 `json:"compiled_elementwise_scale"`
+}
+
+// FittedCorrections are the corrections fitted on the validation set.
+func FittedCorrections() Corrections {
+	return Corrections{HostUs: asyncStepOverheadUs, ElementwiseScale: compiledElementwiseScale}
+}
+
+// corrections are d's: a fit's candidates, or the fitted ones.
+func (d Deployment) corrections() Corrections {
+	if d.corr != nil {
+		return *d.corr
+	}
+	return FittedCorrections()
+}
+
+// WithEngine returns d run by vLLM release v with max_num_seqs seqs (0: the GPU's default):
+// the release decides the per-step host overhead (overheadUs), the sequence budget the
+// largest step vLLM replays as a CUDA graph.
+func (d Deployment) WithEngine(v formats.VLLMVersion, seqs int) Deployment {
+	d.version, d.graphSeqs = v, seqs
+	return d
+}
+
+// overheadUs is the per-step host time the GPU waits for: the scheduler, input preparation
+// and sampling's host side. A synchronous engine (V0; V1 before async scheduling) runs
+// them between steps: stepOverheadUs. With async scheduling (vLLM 0.14 on) the scheduler
+// works one step ahead while the GPU runs, so only what cannot overlap remains:
+// Corrections.HostUs, fitted on the real-run validation set.
+func (d Deployment) overheadUs() float64 {
+	if d.Version().AsyncScheduling() {
+		return d.corrections().HostUs
+	}
+	return stepOverheadUs
+}
+
+// elementwiseScale is the share of the eager elementwise cost a step of tokens rows pays:
+// under V1 (torch.compile fuses the norms with the residual add, SiLU with the multiply),
+// on a step whose largest elementwise working set — the MLP activation's gate and up read
+// and product written, or a fused add-norm's two reads and two writes — fits the GPU's L2,
+// the compiled elementwise efficiency (Corrections.ElementwiseScale): the kernels read what
+// the GEMM before them just wrote, from L2 rather than HBM. Larger steps, and V0, pay it
+// all.
+func (d Deployment) elementwiseScale(tokens int) float64 {
+	if !d.Version().V1() {
+		return 1
+	}
+	m := d.Model
+	inter := max(m.Intermediate, 0)
+	if m.MoE != nil {
+		inter = max(inter, m.MoE.SharedIntermediate)
+	}
+	ws := float64(tokens) * max(6*float64(inter/d.TP), 8*float64(m.Hidden))
+	if ws > float64(d.GPU.L2Bytes) {
+		return 1
+	}
+	return d.corrections().ElementwiseScale
+}
+
+// Version is the vLLM release the deployment's steps model.
+func (d Deployment) Version() formats.VLLMVersion {
+	if d.version.Minor == 0 {
+		return (*formats.LLMEngine)(nil).Version()
+	}
+	return d.version
+}
+
+// graphMaxTokens is the largest step the engine replays as a CUDA graph: vLLM's default
+// max_cudagraph_capture_size, min(2 × max_num_seqs, 512) (its compilation config); larger
+// steps run eagerly.
+func (d Deployment) graphMaxTokens() int {
+	return min(2*d.graphSeqsOrDefault(), cudaGraphMaxTokens)
+}
+
+// graphSeqsOrDefault is the engine's max_num_seqs, or the GPU's default.
+func (d Deployment) graphSeqsOrDefault() int {
+	if d.graphSeqs > 0 {
+		return d.graphSeqs
+	}
+	_, seqs := formats.DefaultBatchedTokens(d.GPU.Name)
+	return seqs
 }
 
 // WithExpertParallel returns d with its experts placed whole on the GPUs (expert
@@ -134,10 +239,10 @@ func (d Deployment) StepTimes() string {
 	return "estimated: roofline with " + from + "; leave-one-GPU-out error " + strings.Join(band, ", ")
 }
 
-// cudaGraphMaxTokens is the largest step vLLM replays as a CUDA graph (its default
-// capture sizes end at 512 tokens, CompilationConfig.max_cudagraph_capture_size): decode
-// steps and small mixed steps run graphed, large prefills eagerly — which decides which of
-// the all-reduce tables' rows (graph or eager) a step pays.
+// cudaGraphMaxTokens bounds the largest step vLLM replays as a CUDA graph (its default
+// capture sizes end at min(2 × max_num_seqs, 512) tokens: graphMaxTokens): decode steps and
+// small mixed steps run graphed, large prefills eagerly — which decides which of the
+// all-reduce tables' rows (graph or eager) a step pays.
 const cudaGraphMaxTokens = 512
 
 // gemmUs is one decoder linear layer of m tokens (n outputs, k inputs) on one GPU, in the
@@ -243,7 +348,7 @@ func (d Deployment) allReduceUs(b *Breakdown, tokens int) float64 {
 		var p kerneltab.Point
 		var err error
 		if customAllReduceSizes[d.TP] {
-			us, p, err = d.tab.AllReduceUs(tokens <= cudaGraphMaxTokens, d.TP, elems)
+			us, p, err = d.tab.AllReduceUs(tokens <= d.graphMaxTokens(), d.TP, elems)
 		} else {
 			us, p, err = d.tab.NCCLUs("all_reduce", d.TP, elems)
 		}
@@ -298,7 +403,8 @@ func (d Deployment) step(b Breakdown, tokens, logits int) Breakdown {
 		b.Elementwise += moe * d.layerElementwiseUs(tokens, m.MoE.SharedIntermediate)
 		b.MoE = moe * d.moeUs(&b, tokens)
 	}
-	b.Overhead = stepOverheadUs
+	b.Elementwise *= d.elementwiseScale(tokens)
+	b.Overhead = d.overheadUs()
 	if d.TP > 1 {
 		b.AllReduce = float64(d.allReduces())*d.allReduceUs(&b, tokens) + d.logitsGatherUs(&b, logits)
 	}
@@ -410,6 +516,30 @@ func (d Deployment) ExplainCells() []Cell {
 	for _, bs := range []int{1, 8, 32, 128} {
 		b := d.Decode(bs, 2048)
 		out = append(out, Cell{Phase: "decode", Tokens: bs, Batch: bs, Context: 2048, Terms: b, TotalUs: b.Total()})
+	}
+	return out
+}
+
+// TermsNote says where the terms no kernel table measures come from, for `plan profile
+// --explain`: the release's per-step host overhead and the compiled elementwise share, with
+// the fit's leave-one-run-out error where they are fitted.
+func (d Deployment) TermsNote() []string {
+	v := d.Version()
+	loo := fmt.Sprintf("fitted on the real vLLM runs of bench/vllmruns; leave-one-run-out median error E2E %.1f%%, TTFT %.1f%%, ITL %.1f%%",
+		CorrectionsLOO[0], CorrectionsLOO[1], CorrectionsLOO[2])
+	var out []string
+	if v.AsyncScheduling() {
+		out = append(out, fmt.Sprintf("overhead: %.0f µs a step: vLLM %s schedules a step ahead of the GPU (async scheduling); what does not overlap it, %s", d.overheadUs(), v, loo))
+	} else {
+		out = append(out, fmt.Sprintf("overhead: %.0f µs a step: vLLM %s schedules between steps (synchronous); host time set before any V1 run was seen, unmeasured", d.overheadUs(), v))
+	}
+	if v.V1() {
+		c := d.corrections()
+		note := fmt.Sprintf("elementwise: %.2g× the eager kernels' time on steps whose activations fit the %d MiB L2 (vLLM %s compiles them into fused kernels), the full time on larger steps; %s", c.ElementwiseScale, d.GPU.L2Bytes>>20, v, loo)
+		if c.ElementwiseScale <= 0 || c.ElementwiseScale >= 1 {
+			note += "; at its bound: the runs do not separate these kernels from the per-step overhead"
+		}
+		out = append(out, note)
 	}
 	return out
 }

@@ -130,7 +130,15 @@ func calibrationBase(a Args) (*formats.Profile, int, formats.ProfileUse, error) 
 	default:
 		return nil, 0, "", run.UsageErrorf("--link: %q: must be auto, nvlink or pcie", a.Link)
 	}
-	p, err := llm.EstimateTP(name, gpu, tp, link)
+	m, err := llm.Lookup(name)
+	if err != nil {
+		return nil, 0, "", run.UsageErrorf("--llm %s: %v", a.LLM, err)
+	}
+	// The server's own settings (--quantization, --kv-cache-dtype, --expert-parallel and
+	// vLLM's flags): the estimate calibrated is the engine that ran, as the profile path
+	// builds it.
+	p, err := llm.EstimateWith(m, gpu, tp, llm.Variant{Link: link, KVCacheDtype: a.KVCacheDtype, Quantization: a.Quantization,
+		ExpertParallel: a.ExpertParallel, Engine: a.Engine})
 	if err != nil {
 		return nil, 0, "", run.UsageErrorf("--llm %s --gpu %s: %v", a.LLM, gpu, err)
 	}

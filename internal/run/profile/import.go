@@ -92,7 +92,8 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 	tp, kv = max(tp, log.GPUCount), max(kv, log.KVCapacityTokens)
 	var base formats.LLMProfile
 	if llm.Known(model, gpu) {
-		p, err := llm.EstimateOn(model, gpu, tp)
+		m, _ := llm.Lookup(model)
+		p, err := llm.EstimateWith(m, gpu, tp, llm.Variant{Engine: r.opt.Engine})
 		if err != nil {
 			return nil, run.UsageErrorf("--import %s: %v", name, err)
 		}
@@ -119,6 +120,10 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 		for _, n := range notes {
 			r.note = strings.TrimPrefix(r.note+"\n", "\n") + "profile: " + name + ": " + n
 		}
+	}
+	if r.opt.Engine != nil {
+		// Precedence: the flags, then the log, then the defaults.
+		base.Engine = overEngine(base.Engine, r.opt.Engine)
 	}
 	p, err := llm.WithSteps(base, log.Steps)
 	if err != nil {

@@ -212,7 +212,8 @@ func (r *profileRun) llmProfiles(io *run.IO) ([]formats.LLMProfile, error) {
 // one model at a time so a cancelled context (SIGINT, SIGTERM) stops it between two models:
 // --llm-config may name a directory of thousands of configs.
 func (r *profileRun) estimateAll(gs []string) ([]formats.LLMProfile, []llm.Skipped, error) {
-	opt := llm.Options{TP: r.tps, Link: r.link, KVCacheDtype: r.opt.KVCacheDtype, Quantization: r.opt.Quantization, ExpertParallel: r.opt.ExpertParallel}
+	opt := llm.Options{TP: r.tps, Link: r.link, KVCacheDtype: r.opt.KVCacheDtype, Quantization: r.opt.Quantization, ExpertParallel: r.opt.ExpertParallel,
+		Engine: r.opt.Engine}
 	type one struct {
 		names  []string
 		models []llm.Model
@@ -257,6 +258,9 @@ type llmExplain struct {
 	Cells []llm.Cell `json:"cells"`
 	// StepTimes says whether the kernel terms are measured or estimated (and how well).
 	StepTimes string `json:"step_times"`
+	// Terms say where the terms no table measures come from (the per-step overhead, the
+	// compiled elementwise share) and how well they were fitted.
+	Terms []string `json:"terms"`
 	// KV is the KV cache's memory budget, term by term, as vLLM sizes it.
 	KV llm.KVMemory `json:"kv_memory"`
 	// Weights is the linear layers' dtype; MoE a mixture-of-experts model's experts, and
@@ -288,7 +292,11 @@ func explainLLM(p formats.LLMProfile, link roofline.Link, configs []llm.Model) (
 		return llmExplain{}, err
 	}
 	fp8 := p.Engine.KVFP8()
-	d = d.WithKVCache(fp8)
+	seqs, batched, util, block := 0, 0, 0.0, 0
+	if e := p.Engine; e != nil {
+		seqs, batched, util, block = e.MaxNumSeqs, e.MaxNumBatchedTokens, e.GPUMemoryUtilization, e.BlockSize
+	}
+	d = d.WithKVCache(fp8).WithEngine(p.Engine.Version(), seqs)
 	ep := p.Engine != nil && p.Engine.EnableExpertParallel
 	if ep {
 		if d, err = d.WithExpertParallel(); err != nil {
@@ -301,7 +309,7 @@ func explainLLM(p formats.LLMProfile, link roofline.Link, configs []llm.Model) (
 		resolved = string(l)
 	}
 	return llmExplain{Model: m.Name, GPU: g.Name, TP: p.GPUCount, Link: resolved, Cells: d.ExplainCells(), Weights: m.Weights.String(), ExpertParallel: ep, MoE: m.MoE,
-		StepTimes: d.StepTimes(), KV: llm.KVBudget(m, g, p.GPUCount, fp8)}, nil
+		StepTimes: d.StepTimes(), Terms: d.TermsNote(), KV: kvBudget(m, g, p.GPUCount, fp8, batched, seqs, util, block)}, nil
 }
 
 // writeExplain prints one table per explained profile: a row per cell, a column per term
@@ -339,6 +347,9 @@ func writeExplain(w io.Writer, es []llmExplain) {
 		}
 		run.WriteTable(w, append(head, "allreduce", "elementwise", "overhead", "total"), rows)
 		fmt.Fprintf(w, "step times: %s\n", e.StepTimes)
+		for _, n := range e.Terms {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
 		for _, c := range e.Cells {
 			if len(c.Terms.Sources) == 0 {
 				continue
@@ -367,4 +378,17 @@ func cellName(c llm.Cell) string {
 		return fmt.Sprintf("decode b=%d ctx=%d", c.Batch, c.Context)
 	}
 	return fmt.Sprintf("prefill %d", c.Tokens)
+}
+
+// kvBudget is the KV budget under the profile's engine settings (zero: vLLM's defaults for
+// the GPU).
+func kvBudget(m llm.Model, g gpus.Spec, tp int, fp8 bool, batched, seqs int, util float64, block int) llm.KVMemory {
+	b, s := formats.DefaultBatchedTokens(g.Name)
+	if batched > 0 {
+		b = batched
+	}
+	if seqs > 0 {
+		s = seqs
+	}
+	return llm.KVBudgetWith(m, g, tp, fp8, llm.KVSettings{BatchedTokens: b, MaxSeqs: s, Utilization: util, BlockTokens: block})
 }

@@ -111,6 +111,12 @@ type Args struct {
 	// Systems is the system registry whose engine replays the run (nil: the in-tree
 	// systems).
 	Systems *systems.Registry
+	// Engine are the vLLM server settings given as flags (--vllm-version, --max-num-seqs,
+	// --max-num-batched-tokens, --max-model-len, --gpu-memory-utilization, --block-size,
+	// --[no-]enable-prefix-caching; nil: none), EngineFlags their names: every LLM path
+	// applies them over its defaults, or refuses them by name (engineflags.go).
+	Engine      *formats.LLMEngine
+	EngineFlags []string
 }
 
 // profileRun is the parsed, validated form of the options.
@@ -326,6 +332,9 @@ func (r *profileRun) grid() []roofline.Point {
 // Run builds the profile a asks for, writes it to a.Out (validated, atomically) and prints
 // a summary, or with Out "-" writes the profile to stdout.
 func Run(ctx context.Context, a Args, io *run.IO) error {
+	if err := checkEngineFlags(a); err != nil {
+		return err
+	}
 	if a.Calibrate != "" {
 		return runCalibrate(a, io)
 	}

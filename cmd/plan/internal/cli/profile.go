@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/plan-dev/plan/internal/run"
 	runprofile "github.com/plan-dev/plan/internal/run/profile"
 
 	"github.com/plan-dev/plan/profiler"
@@ -43,9 +44,14 @@ type profileOptions struct {
 	kvCacheDtype string
 	quantization string
 	expertPar    bool
-	calibrate    string
-	profile      string
-	model        string
+	// tpAlias and expertParAlias are vLLM's names of --tp and --expert-parallel.
+	tpAlias        string
+	expertParAlias bool
+	calibrate      string
+	profile        string
+	model          string
+	// engine are vLLM's server flags (profile_engine.go).
+	engine engineFlags
 }
 
 func newProfileCmd(app *App) *cobra.Command {
@@ -132,10 +138,20 @@ The profile is validated and written atomically; a summary table goes to stdout.
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ch := cmd.Flags().Changed
-			a := runprofile.Args{Zoo: o.zoo, Backend: o.backend, Device: o.device, DeviceSet: ch("device"), GPUs: o.gpus,
+			if ch("tensor-parallel-size") && ch("tp") && o.tp != o.tpAlias {
+				return run.UsageErrorf("--tp %s and --tensor-parallel-size %s: the same setting twice, with two values", o.tp, o.tpAlias)
+			}
+			if ch("tensor-parallel-size") {
+				o.tp = o.tpAlias
+			}
+			engine, engineSet := o.engine.engine(ch)
+			if ch("enable-prefix-caching") && ch("no-enable-prefix-caching") {
+				return run.UsageErrorf("--enable-prefix-caching and --no-enable-prefix-caching: give one")
+			}
+			a := runprofile.Args{Engine: engine, EngineFlags: engineSet, Zoo: o.zoo, Backend: o.backend, Device: o.device, DeviceSet: ch("device"), GPUs: o.gpus,
 				Batch: o.batch, VGPU: o.vgpu, Blocks: o.blocks, Partition: o.method, InputShape: o.inputShape,
-				TRTProfile: o.trtProfile, TRTLayers: o.trtLayers, LLM: o.llm, TP: o.tp, TPSet: ch("tp"), Link: o.link,
-				LinkSet: ch("link"), KVCacheDtype: o.kvCacheDtype, Quantization: o.quantization, ExpertParallel: o.expertPar, LLMConfigs: o.llmConfigs, Explain: o.explain, Import: o.steps, GPUCount: o.gpuCount, GPUCountSet: ch("gpu-count"),
+				TRTProfile: o.trtProfile, TRTLayers: o.trtLayers, LLM: o.llm, TP: o.tp, TPSet: ch("tp") || ch("tensor-parallel-size"), Link: o.link,
+				LinkSet: ch("link"), KVCacheDtype: o.kvCacheDtype, Quantization: o.quantization, ExpertParallel: o.expertPar || o.expertParAlias, LLMConfigs: o.llmConfigs, Explain: o.explain, Import: o.steps, GPUCount: o.gpuCount, GPUCountSet: ch("gpu-count"),
 				KVCapacityTokens: o.kvTokens, KVCapacityTokensSet: ch("kv-capacity-tokens"), Precision: o.precision,
 				TRT: o.useTRT, Seed: o.seed, Out: o.out, Calibrate: o.calibrate, Profile: o.profile, ProfileModel: o.model,
 				Systems: app.Systems}
@@ -161,6 +177,9 @@ The profile is validated and written atomically; a summary table goes to stdout.
 	listVar(f, &o.tp, "tp", "", "with --llm: tensor-parallel degrees to profile, e.g. 1,2,4,8 or 1-8 (default: the smallest that fits)")
 	f.StringArrayVar(&o.llmConfigs, "llm-config", nil, "an LLM from its Hugging Face config.json (repeatable; or a directory of them): a dense or mixture-of-experts decoder (llama, mistral, qwen2/3, gemma3, mixtral, qwen3_moe, llama4, gpt_oss, ...), named by its directory, profiled as --llm's models are")
 	f.StringVar(&o.quantization, "quantization", "", "with --llm/--llm-config: the weights' dtype: auto (the checkpoint's), bf16, fp8 (vLLM's online FP8 of a BF16 checkpoint), mxfp4, nvfp4 (Blackwell only); the exports pass fp8 to vLLM")
+	f.StringVar(&o.tpAlias, "tensor-parallel-size", "", "vLLM's name of --tp")
+	f.BoolVar(&o.expertParAlias, "enable-expert-parallel", false, "vLLM's name of --expert-parallel")
+	addEngineProfileFlags(f, &o.engine)
 	f.BoolVar(&o.expertPar, "expert-parallel", false, "with --llm/--llm-config and --tp: place a mixture-of-experts model's experts whole on the GPUs (vLLM's --enable-expert-parallel); dense models and TP 1 are profiled without it")
 	f.StringVar(&o.kvCacheDtype, "kv-cache-dtype", "", "with --llm: vLLM's --kv-cache-dtype: auto (BF16) or fp8, fp8_e4m3, fp8_e5m2 (half the KV bytes: twice the capacity, FP8-cache attention kernels; the exports pass it to vLLM)")
 	f.StringVar(&o.link, "link", "auto", "with --llm: GPU interconnect for tensor-parallel all-reduces: auto (NVLink where the GPU has it), nvlink or pcie")

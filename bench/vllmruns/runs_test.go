@@ -1,0 +1,111 @@
+package vllmruns
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReadRunsBadInput: a runs file with a missing column, an unknown model or GPU, a
+// non-finite or out-of-range value, or stages out of order is refused with an error naming
+// the file, the row and the column.
+func TestReadRunsBadInput(t *testing.T) {
+	_, good := EmbeddedRuns()
+	lines := strings.Split(strings.TrimSpace(string(good)), "\n")
+	head, first := lines[0], lines[1]
+	cols := strings.Split(head, ",")
+	col := func(name string) int {
+		for i, c := range cols {
+			if c == name {
+				return i
+			}
+		}
+		t.Fatalf("no column %s", name)
+		return -1
+	}
+	with := func(name, v string) string {
+		f := strings.Split(first, ",")
+		f[col(name)] = v
+		return head + "\n" + strings.Join(f, ",") + "\n"
+	}
+	for _, tc := range []struct {
+		name, data, want string
+	}{
+		{"missing column", strings.Replace(head, ",kv_gpu_blocks", "", 1) + "\n", "r.csv: row 1: no column kv_gpu_blocks"},
+		{"unknown model", with("model", "acme/Unknown-7B"), `r.csv: row 2: model: "acme/Unknown-7B": LLM "acme/Unknown-7B": no catalogue model`},
+		{"unknown gpu", with("gpu", "H900"), `r.csv: row 2: gpu: "H900": GPU "H900": unknown`},
+		{"NaN", with("e2e_mean_ms", "NaN"), `r.csv: row 2: e2e_mean_ms: "NaN": not a finite number`},
+		{"infinite", with("ttft_p99_ms", "+Inf"), `r.csv: row 2: ttft_p99_ms: "+Inf": not a finite number`},
+		{"tp out of range", with("tp", "0"), `r.csv: row 2: tp: "0": must be in [1, 64]`},
+		{"tp the model cannot shard", with("tp", "3"), `r.csv: row 2: tp: "3"`},
+		{"weights", with("weights", "INT4"), `r.csv: row 2: weights: "INT4": must be BF16 or FP8`},
+		{"stage out of order", with("stage", "1"), `r.csv: row 2: stage: "1": want stage 0`},
+		{"e2e below ttft", with("e2e_mean_ms", "1"), `r.csv: row 2: e2e_mean_ms: "1": must exceed ttft_mean_ms`},
+		{"no all row", head + "\n" + first + "\n", "r.csv: run 17: no stage=all row"},
+		{"empty", head + "\n", "r.csv: no runs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadRuns("r.csv", []byte(tc.data))
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("error %v, want prefix %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestBundledRuns: the bundled set reads whole — 13 runs, every stage with its rate, the
+// measured ITL recomputed from the means with the generated tokens — and the workload it
+// replays has each stage's requests at constant intervals.
+func TestBundledRuns(t *testing.T) {
+	runs := bundled(t)
+	if len(runs) != 13 {
+		t.Fatalf("%d runs, want 13", len(runs))
+	}
+	for _, r := range runs {
+		tr := Trace(r, 1)
+		want := 0
+		for _, s := range r.Stages {
+			want += int(s.RateRPS*s.DurationS + 0.5)
+		}
+		if len(tr.Requests) != want {
+			t.Errorf("run %s: %d requests, want %d", r.ID, len(tr.Requests), want)
+		}
+		if r.All.ITLMean <= 0 || r.All.ITLMean > r.All.E2EMean {
+			t.Errorf("run %s: ITL %g", r.ID, r.All.ITLMean)
+		}
+	}
+}
+
+// TestValidationBaseline replays the bundled runs and holds the medians of absolute error
+// to testdata/baseline.json (-update rewrites it from this run): a change of the step model
+// or the engine that makes plan's predictions of the real runs worse fails here.
+func TestValidationBaseline(t *testing.T) {
+	runs := bundled(t)
+	res, err := ReplayAll(context.Background(), runs, replayer(), 1, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := MediansOf(res)
+	path := filepath.Join("testdata", "baseline.json")
+	if *update {
+		b := Baseline{Abs: m.Abs, TolerancePts: 1, Note: "medians over the 13 bundled runs at the fitted corrections; written by go test ./bench/vllmruns -run TestValidationBaseline -update"}
+		data, err := json.MarshalIndent(b, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base, err := ReadBaseline(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := base.Check(m); len(c.Regressions) > 0 {
+		t.Errorf("worse than %s: %s", path, strings.Join(c.Regressions, "; "))
+	}
+	t.Logf("medians |error|: E2E %.2f%%, TTFT %.2f%%, ITL %.2f%%; worst E2E %.1f%% (run %s)", m.Abs.E2EMean, m.Abs.TTFTMean, m.Abs.ITLMean, m.WorstE2, m.WorstRun)
+}
