@@ -13,11 +13,11 @@ import (
 	"github.com/plan-dev/plan/bench/speedbench"
 	"github.com/plan-dev/plan/bench/vllmruns"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/run/replay"
-	"github.com/plan-dev/plan/sim"
 	"github.com/plan-dev/plan/internal/benchapi"
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/run"
+	"github.com/plan-dev/plan/internal/run/replay"
+	"github.com/plan-dev/plan/sim"
 )
 
 // newBenchCmd builds `plan bench` with one subcommand per bench of every registered system.
