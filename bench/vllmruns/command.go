@@ -34,7 +34,24 @@ type Command struct {
 	baseline string
 	seed     uint64
 	only     []string
+	quick    bool
+	report   string
 }
+
+// reportKind is bench.json's kind.
+const reportKind = "VLLMRunsBench"
+
+// ReportKind implements benchapi.ReportReader.
+func (o *Command) ReportKind() string { return reportKind }
+
+// ReadReport implements benchapi.ReportReader.
+func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
+	return bench.Reread(name, data, reportKind, func(r *Report) string { return r.Kind })
+}
+
+// quickStageS is --quick's cut: each stage replayed for its first five minutes (the rates
+// are constant within a stage, so its means are still the stage's, noisier).
+const quickStageS = 300
 
 // Help implements benchapi.Bench.
 func (o *Command) Help() benchapi.Help {
@@ -74,6 +91,8 @@ func (o *Command) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.baseline, "baseline", "", "a baseline JSON of median absolute errors: exit 1 when a median is worse by more than its tolerance")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of each request's system prompt")
 	fs.StringSliceVar(&o.only, "run", nil, "replay only these run ids (comma-separated)")
+	fs.BoolVar(&o.quick, "quick", false, "replay each stage's first 5 minutes only (scored against the whole stage's measurement)")
+	fs.StringVar(&o.report, "report", "", "write the report, JSON, to DIR/bench.json")
 }
 
 // Report is the bench's output: every run's result and the medians over the runs.
@@ -83,6 +102,8 @@ type Report struct {
 	Medians Medians  `json:"medians"`
 	// Baseline is the check against --baseline, when given.
 	Baseline *BaselineCheck `json:"baseline,omitempty"`
+	// Quick: each stage was replayed for its first quickStageS seconds only.
+	Quick bool `json:"quick,omitempty"`
 }
 
 // Run implements benchapi.Bench.
@@ -105,6 +126,16 @@ func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 	if runs, err = selectRuns(runs, o.only); err != nil {
 		return err
 	}
+	if err := bench.PrepareReport(o.report); err != nil {
+		return err
+	}
+	if o.quick {
+		for i := range runs {
+			for k := range runs[i].Stages {
+				runs[i].Stages[k].DurationS = min(runs[i].Stages[k].DurationS, quickStageS)
+			}
+		}
+	}
 	var base *Baseline
 	if o.baseline != "" {
 		if base, err = ReadBaseline(o.baseline); err != nil {
@@ -115,10 +146,15 @@ func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 	if err != nil {
 		return err
 	}
-	rep := Report{Kind: "VLLMRunsBench", Runs: results, Medians: MediansOf(results)}
+	rep := Report{Kind: reportKind, Runs: results, Medians: MediansOf(results), Quick: o.quick}
 	if base != nil {
 		c := base.Check(rep.Medians)
 		rep.Baseline = &c
+	}
+	if o.report != "" {
+		if err := bench.WriteReport(o.report, rep); err != nil {
+			return err
+		}
 	}
 	if env.JSON {
 		if err := env.WriteJSON(rep); err != nil {

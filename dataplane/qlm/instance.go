@@ -115,7 +115,7 @@ type instance struct {
 	// The records are one array (Attach): an odd number of 64-byte lines each (17) keeps
 	// every record's lines at the same offsets and spreads the k-th line of consecutive
 	// records over all of the L1's 64 sets (at 1,024 bytes they shared 4).
-	_ [40]byte
+	_ [24]byte
 }
 
 // namedLLM is one entry of instance.llms.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/planner"
+	pllm "github.com/plan-dev/plan/profiler/llm"
 )
 
 // Tables are the search's report: every candidate (mode, GPU type, TP, engine settings, the
@@ -34,7 +35,12 @@ func (res *Result) Tables() []planner.Table {
 		row := []string{c.Model, mode, join(func(x Role) string { return x.GPU }), join(func(x Role) string { return fmt.Sprint(x.TP) + x.Engine.variant() }),
 			join(func(x Role) string { return fmt.Sprint(x.Engine.MaxBatchedTokens) }), join(func(x Role) string { return fmt.Sprint(x.Engine.MaxSeqs) }),
 			join(func(x Role) string {
-				if x.Estimated {
+				switch {
+				case x.Estimated && strings.Contains(x.Profile.StepTimes, pllm.SetAsideLabel):
+					// Its MoE layers read around a kernel table set aside as suspect:
+					// the profile's step_times says which, and how it is estimated.
+					return "estimated, table set aside"
+				case x.Estimated:
 					return "estimated"
 				}
 				return "given"

@@ -223,7 +223,11 @@ func (d Deployment) Measured() bool { return d.tab != nil }
 // StepTimes is the profile's label for where its step times come from.
 func (d Deployment) StepTimes() string {
 	if d.tab != nil {
-		return "measured: " + d.tab.System + " vLLM kernel tables (NVIDIA AIConfigurator)"
+		s := "measured: " + d.tab.System + " vLLM kernel tables (NVIDIA AIConfigurator)"
+		if aside := d.SetAside(); aside != "" {
+			s += "; " + SetAsideLabel + ": " + aside
+		}
+		return s
 	}
 	var band []string
 	for _, op := range []string{"gemm", "prefill", "decode"} {
@@ -542,4 +546,24 @@ func (d Deployment) TermsNote() []string {
 		out = append(out, note)
 	}
 	return out
+}
+
+// SetAsideLabel marks a profile's step times that read around a measured table set aside as
+// suspect (profiler/kerneltab's floor check), so a planner ranking candidates can say so.
+const SetAsideLabel = "table set aside"
+
+// SetAside names the measured slice the deployment's MoE layers read around (its points far
+// above their floor, kerneltab.Point.SetAside), or "".
+func (d Deployment) SetAside() string {
+	if d.tab == nil || d.Model.MoE == nil {
+		return ""
+	}
+	var b Breakdown
+	d.moeUs(&b, 1)
+	for _, s := range b.Sources {
+		if s.Point.SetAside != "" {
+			return s.Point.SetAside + "; read as the BF16 measurement scaled by the floors"
+		}
+	}
+	return ""
 }

@@ -38,11 +38,14 @@ func checkCalibrateFlags(a Args) error {
 		{"--backend", a.Backend != "" && a.Backend != "roofline"}, {"--device", a.DeviceSet}, {"--batch", a.Batch != ""},
 		{"--vgpu", a.VGPU != ""}, {"--input-shape", a.InputShape != ""}, {"--trt-profile", a.TRTProfile != ""},
 		{"--trt-layers", a.TRTLayers != ""}, {"--trt", a.TRT}, {"--gpu-count", a.GPUCountSet},
-		{"--kv-capacity-tokens", a.KVCapacityTokensSet}, {"--precision", a.Precision != ""},
+		{"--kv-capacity-tokens", a.KVCapacityTokensSet && a.Profile != ""}, {"--precision", a.Precision != ""},
 	} {
 		if c.set {
 			return run.UsageErrorf("%s: not with --calibrate, which corrects one LLM profile (--profile FILE [--model M], or --llm MODEL --gpu GPU [--tp N])", c.flag)
 		}
+	}
+	if a.KVCapacityTokensSet && (a.KVCapacityTokens < 1 || a.KVCapacityTokens > maxStatedKV) {
+		return run.UsageErrorf("--kv-capacity-tokens: %d: must be in [1, %d]", a.KVCapacityTokens, int64(maxStatedKV))
 	}
 	switch {
 	case a.Profile != "" && a.LLM != "":
@@ -141,6 +144,10 @@ func calibrationBase(a Args) (*formats.Profile, int, formats.ProfileUse, error) 
 		ExpertParallel: a.ExpertParallel, Engine: a.Engine})
 	if err != nil {
 		return nil, 0, "", run.UsageErrorf("--llm %s --gpu %s: %v", a.LLM, gpu, err)
+	}
+	if a.KVCapacityTokensSet {
+		// The server's logged KV capacity over the estimate.
+		p.KVCapacityTokens = a.KVCapacityTokens
 	}
 	return profiler.NewProfile("llm", "LLM profile calibrated to a measured run", nil, []formats.LLMProfile{*p}), 0, formats.UsePlan, nil
 }

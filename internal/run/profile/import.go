@@ -12,20 +12,30 @@ import (
 // maxImportGPUs bounds --gpu-count: the most GPUs one engine instance spans (8 nodes of 8).
 const maxImportGPUs = 64
 
+// maxStatedKV bounds --kv-capacity-tokens as a profile's kv_capacity_tokens is bounded.
+const maxStatedKV = 1<<31 - 1
+
 // checkImportFlags refuses the step-log flags out of range or without --import.
 func checkImportFlags(a Args) error {
 	for _, c := range []struct {
 		name string
 		set  bool
-	}{{"gpu-count", a.GPUCountSet}, {"kv-capacity-tokens", a.KVCapacityTokensSet}} {
+	}{{"gpu-count", a.GPUCountSet}} {
 		if c.set && a.Import == "" {
 			return run.UsageErrorf("--%s: only with --import (the engine a step log was measured on)", c.name)
 		}
 	}
+	// The KV capacity a server logged is its own count, on every LLM path.
+	if a.KVCapacityTokensSet && a.Import == "" && a.LLM == "" && len(a.LLMConfigs) == 0 && !llmZoo(a.Zoo) {
+		return run.UsageErrorf("--kv-capacity-tokens: an LLM engine's KV capacity: only with an LLM (--llm, --llm-config, --import or --calibrate --llm)")
+	}
+	if a.KVCapacityTokensSet && a.KVCapacityTokens > maxStatedKV {
+		return run.UsageErrorf("--kv-capacity-tokens: %d: must be in [1, %d]", a.KVCapacityTokens, int64(maxStatedKV))
+	}
 	if a.GPUCount < 0 || a.GPUCount > maxImportGPUs {
 		return run.UsageErrorf("--gpu-count: %d: must be in [1, %d]", a.GPUCount, maxImportGPUs)
 	}
-	if a.KVCapacityTokens < 0 {
+	if a.KVCapacityTokens < 0 || (a.KVCapacityTokensSet && a.KVCapacityTokens == 0) {
 		return run.UsageErrorf("--kv-capacity-tokens: %d: must be >= 1", a.KVCapacityTokens)
 	}
 	return nil

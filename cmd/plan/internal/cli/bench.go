@@ -45,21 +45,29 @@ Every benchmark has --quick (a reduced run that finishes in under two minutes) a
 		}
 	}
 	for _, nb := range toolBenches {
-		cmd.AddCommand(newBenchSubcommand(app, nb))
+		cmd.AddCommand(newBenchSubcommand(app, withReplay(app, nb)))
 	}
-	cmd.AddCommand(newBenchSubcommand(app, func() benchapi.Bench {
-		// The real-runs check replays through `plan simulate --llm`'s engine, which sits
-		// above the benches: handed down here.
-		return &vllmruns.Command{Replay: func(_ context.Context, prof formats.LLMProfile, name string, t *formats.Trace) ([]sim.RequestRecord, error) {
-			return replay.Records(app.Systems, prof, name, t)
-		}}
-	}))
 	cmd.AddCommand(newBenchCorpusCmd(app))
 	return cmd
 }
 
+// withReplay hands the real-runs check the one-engine replay of `plan simulate --llm`,
+// which sits above the benches.
+func withReplay(app *App, nb func() benchapi.Bench) func() benchapi.Bench {
+	return func() benchapi.Bench {
+		b := nb()
+		if v, ok := b.(*vllmruns.Command); ok {
+			v.Replay = func(_ context.Context, prof formats.LLMProfile, name string, t *formats.Trace) ([]sim.RequestRecord, error) {
+				return replay.Records(app.Systems, prof, name, t)
+			}
+		}
+		return b
+	}
+}
+
 // toolBenches are the benches of plan's own machinery rather than of one system.
 var toolBenches = []func() benchapi.Bench{
+	func() benchapi.Bench { return &vllmruns.Command{} },
 	func() benchapi.Bench { return &solverbench.Command{} },
 	func() benchapi.Bench { return &speedbench.Command{} },
 }
