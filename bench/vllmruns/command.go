@@ -12,10 +12,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/spf13/pflag"
 
@@ -190,40 +188,21 @@ func selectRuns(runs []Run, only []string) ([]Run, error) {
 	return out, nil
 }
 
-// ReplayAll replays every run, in parallel over the CPUs, and returns the results in the
-// runs' order (each run's replay is deterministic, so the order of work does not matter).
+// ReplayAll replays every run, one after the other (each takes about half a CPU-second:
+// the whole set runs in seconds on one core), and returns the results in the runs' order. A
+// cancelled context stops it between runs.
 func ReplayAll(ctx context.Context, runs []Run, replay Replayer, seed uint64, corr *llm.Corrections, progress func(done, total int)) ([]Result, error) {
 	out := make([]Result, len(runs))
-	errs := make([]error, len(runs))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	done := 0
-	for range min(runtime.GOMAXPROCS(0), len(runs)) {
-		wg.Go(func() {
-			for i := range next {
-				if err := ctx.Err(); err != nil {
-					errs[i] = err
-					continue
-				}
-				out[i], errs[i] = Replay(ctx, runs[i], replay, seed, corr)
-				mu.Lock()
-				done++
-				if progress != nil {
-					progress(done, len(runs))
-				}
-				mu.Unlock()
-			}
-		})
-	}
 	for i := range runs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("bench vllm-runs: interrupted after %d of %d runs: %w", i, len(runs), err)
+		}
+		var err error
+		if out[i], err = Replay(ctx, runs[i], replay, seed, corr); err != nil {
 			return nil, err
+		}
+		if progress != nil {
+			progress(i+1, len(runs))
 		}
 	}
 	return out, nil
