@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/plan-dev/plan/internal/run"
@@ -122,11 +123,20 @@ func RunWith(args []string, s Streams, o Options) int {
 	// SIGINT and SIGTERM cancel the context every long operation watches (reads of standard
 	// input, solves, simulations, serving); once one came, the default disposition is back, so
 	// a second signal ends the process at once whatever it is doing.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var got atomic.Value // the first signal, which decides the exit status
 	go func() {
-		<-ctx.Done()
-		stop()
+		select {
+		case sig := <-sigs:
+			got.Store(sig)
+			signal.Stop(sigs)
+			cancel()
+		case <-ctx.Done():
+		}
 	}()
 	if path := os.Getenv(cpuProfileEnv); path != "" {
 		stopProfile, err := startCPUProfile(path)
@@ -137,6 +147,17 @@ func RunWith(args []string, s Streams, o Options) int {
 		defer stopProfile()
 	}
 	err := root.ExecuteContext(ctx)
+	if sig, ok := got.Load().(syscall.Signal); ok {
+		// Interrupted: the shell's convention, 128 + the signal's number (130 for SIGINT,
+		// 143 for SIGTERM), whatever the command returned; its error once, if any.
+		switch {
+		case err != nil && (errors.Is(err, context.Canceled) || strings.Contains(err.Error(), context.Canceled.Error())) && !strings.Contains(err.Error(), "interrupt"):
+			fmt.Fprintf(s.Err, "plan: interrupted (%s)\n", map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[sig])
+		case err != nil:
+			fmt.Fprintf(s.Err, "plan: %s\n", interruptLine(err))
+		}
+		return 128 + int(sig)
+	}
 	if err == nil {
 		return ExitOK
 	}
@@ -152,6 +173,13 @@ func RunWith(args []string, s Streams, o Options) int {
 		fmt.Fprintf(s.Err, "plan: %s\n", line)
 	}
 	return code
+}
+
+// interruptLine is err's message up to its first line break: an interrupted command's error is
+// the interruption, once.
+func interruptLine(err error) string {
+	m, _, _ := strings.Cut(strings.TrimRight(err.Error(), "\n"), "\n")
+	return m
 }
 
 // cpuProfileEnv names the file a CPU profile of the run goes to: where a command spends its

@@ -88,7 +88,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, sig os.Signal, deadline time.Duration
 // TestSignalsAndBlockingReads: plan validate|check|simulate blocked forever
 // on a FIFO and ignored SIGTERM; plan profile read /dev/zero until memory ran out. Special
 // files are refused at once (exit 2), and a read of standard input that never ends gives up
-// on SIGTERM or SIGINT (exit 1).
+// on SIGTERM or SIGINT (exit 143 or 130: 128 + the signal, as a shell reports it).
 func TestSignalsAndBlockingReads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the CLI in subprocesses")
@@ -120,8 +120,9 @@ func TestSignalsAndBlockingReads(t *testing.T) {
 			defer w.Close() // open for the whole run: the read never sees EOF
 			cmd, stderr := planProcess(t, r, "validate", "-")
 			r.Close()
-			if code := waitExit(t, cmd, sig, 20*time.Second); code != ExitFailure || !strings.Contains(stderr.String(), "interrupted") {
-				t.Errorf("exit %d, want 1 (interrupted):\n%s", code, stderr)
+			want := 128 + int(sig.(syscall.Signal))
+			if code := waitExit(t, cmd, sig, 20*time.Second); code != want || !strings.Contains(stderr.String(), "interrupted") {
+				t.Errorf("exit %d, want %d (interrupted: 128 + the signal):\n%s", code, want, stderr)
 			}
 		})
 	}
