@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/plan-dev/plan/internal/tables"
@@ -130,11 +131,29 @@ func PrintLLMTable(app *IO, points []sim.Point) {
 	if unstamped {
 		fmt.Fprintln(app.Out, "note: the policy stamped no first token for some answered requests: they have no TTFT or TPOT sample (see the report's llm.unstamped)")
 	}
+	// The engines' settings do not change with the load: one line, one entry per distinct
+	// engine setting (two instances of one model and GPU give the same entries); the
+	// counters that do change, a line per load.
+	var settings []string
 	for _, p := range points {
 		if e := p.LLMEngine; e != nil {
-			settings := "vLLM defaults"
-			if len(e.Settings) > 0 {
-				settings = strings.Join(e.Settings, ", ")
+			for _, s := range e.Settings {
+				if !slices.Contains(settings, s) {
+					settings = append(settings, s)
+				}
+			}
+		}
+	}
+	engines := false
+	for _, p := range points {
+		if e := p.LLMEngine; e != nil {
+			if !engines {
+				engines = true
+				line := "vLLM defaults"
+				if len(settings) > 0 {
+					line = strings.Join(settings, ", ")
+				}
+				fmt.Fprintf(app.Out, "engine settings: %s\n", line)
 			}
 			apc := ""
 			if e.PrefixCacheQueries > 0 { // prefix caching on: hit rate and cached tokens (llm-engine-2 §2)
@@ -143,7 +162,7 @@ func PrintLLMTable(app *IO, points []sim.Point) {
 			if e.KVOffloadQueries > 0 { // the CPU tier's hits among the GPU's misses
 				apc += fmt.Sprintf(", CPU offload hit rate %.1f%% (%d of %d missed tokens loaded back)", 100*e.KVOffloadHitRate, e.KVOffloadHits, e.KVOffloadQueries)
 			}
-			fmt.Fprintf(app.Out, "engine at load %.2f: policy %s, %d preemptions (%d requests)%s; settings: %s\n", p.Load, e.Policy, e.Preemptions, e.PreemptedRequests, apc, settings)
+			fmt.Fprintf(app.Out, "engine at load %.2f: policy %s, %d preemptions (%d requests)%s\n", p.Load, e.Policy, e.Preemptions, e.PreemptedRequests, apc)
 		}
 	}
 }

@@ -186,6 +186,7 @@ func (r *profileRun) llmProfiles(io *run.IO) ([]formats.LLMProfile, error) {
 	if err != nil {
 		return nil, err
 	}
+	fp8Notes(ls, io)
 	if r.opt.KVCapacityTokensSet && r.opt.Import == "" {
 		if ls, err = statedKV(ls, r.opt.KVCapacityTokens, io); err != nil {
 			return nil, err
@@ -412,4 +413,21 @@ func statedKV(ls []formats.LLMProfile, kv int64, io *run.IO) ([]formats.LLMProfi
 	fmt.Fprintf(io.Err, "note: %s on %d×%s: kv_capacity_tokens %d from --kv-capacity-tokens (plan's estimate under the engine settings: %d)\n", ls[0].Model, ls[0].GPUCount, ls[0].GPU, kv, ls[0].KVCapacityTokens)
 	ls[0].KVCapacityTokens = kv
 	return ls, nil
+}
+
+// fp8Notes says, once per GPU type, what FP8 weights mean on a GPU without FP8 tensor cores
+// (the A100): vLLM runs them weight-only, dequantized to BF16 compute, so every step term is
+// BF16's; only the weights' bytes halve, which grows the KV cache and the batch the decode
+// step is read at.
+func fp8Notes(ls []formats.LLMProfile, io *run.IO) {
+	said := map[string]bool{}
+	for _, l := range ls {
+		if l.WeightDType != "fp8" || said[l.GPU] {
+			continue
+		}
+		if g, err := gpus.Lookup(l.GPU); err == nil && g.FP8TFLOPS == 0 {
+			said[l.GPU] = true
+			fmt.Fprintf(io.Err, "note: %s has no FP8 tensor cores: vLLM runs FP8 weights weight-only (dequantized to BF16 compute), so the step terms are BF16's; the halved weights leave more KV cache, and the decode step is read at a larger batch\n", l.GPU)
+		}
+	}
 }
