@@ -290,15 +290,15 @@ type BlockRow struct {
 
 // LLMRow is one summary line of an LLM profile (the JSON summary's llms).
 type LLMRow struct {
-	Model      string  `json:"model"`
-	GPU        string  `json:"gpu"`
-	GPUs       int     `json:"gpus"`
-	DecodeMs   float64 `json:"decode_ms"`
+	Model    string  `json:"model"`
+	GPU      string  `json:"gpu"`
+	GPUs     int     `json:"gpus"`
+	DecodeMs float64 `json:"decode_ms"`
 	// DecodeBatch is the running batch DecodeMs is the step at (the profile's avg_batch:
 	// the KV cache's share of ~400-token requests, at most 256).
 	DecodeBatch float64 `json:"decode_batch"`
-	Throughput float64 `json:"throughput_tokens_per_s"`
-	KVTokens   int64   `json:"kv_capacity_tokens"`
+	Throughput  float64 `json:"throughput_tokens_per_s"`
+	KVTokens    int64   `json:"kv_capacity_tokens"`
 }
 
 func (r *profileRun) summary(io *run.IO, doc *formats.Profile) error {
