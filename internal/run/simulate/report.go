@@ -101,6 +101,18 @@ func printSimTable(io *run.IO, rep *sim.Report) {
 		rows = append(rows, row)
 	}
 	io.Table(header, rows)
+	// offered/s is the nominal rate; the seed's arrivals are a draw around it, and goodput
+	// counts the on-time completions of the arrivals measured: say so where a draw above the
+	// nominal rate puts goodput above offered.
+	var above []string
+	for _, p := range rep.Points {
+		if p.Total.GoodputRPS > p.Total.OfferedRPS {
+			above = append(above, fmt.Sprintf("%.2f", p.Load))
+		}
+	}
+	if len(above) > 0 {
+		fmt.Fprintf(io.Out, "note: offered/s is the nominal rate (load × the plan's rates) and goodput/s the on-time completions per second of the requests that arrived, a random draw around it: at load %s more arrived than the nominal rate\n", strings.Join(above, ", "))
+	}
 	why := map[string]string{}
 	for _, a := range apps {
 		why["att "+a] = "no request of " + a + " measured at that load"

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -60,5 +61,49 @@ func TestProfileDecodeBatchAndFP8Note(t *testing.T) {
 				t.Errorf("FP8 note %v, want %v:\n%s", got, tc.note, stderr)
 			}
 		})
+	}
+}
+
+// TestSimulateGoodputAboveOfferedSaid: where a load point's goodput/s exceeds its
+// offered/s (a Poisson draw above the nominal rate), the table says why, naming the loads.
+func TestSimulateGoodputAboveOfferedSaid(t *testing.T) {
+	repoRoot(t)
+	code, stdout, stderr := runCLI(t, "simulate", "testdata/golden/demo-ppipe-200ms.json", "--load", "0.5:1.0:0.1", "--duration", "10s")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var above []string
+	for _, l := range strings.Split(stdout, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 || !strings.HasSuffix(f[2], "%") {
+			continue
+		}
+		var offered, goodput float64
+		if _, err := fmt.Sscan(f[1], &offered); err != nil {
+			continue
+		}
+		if _, err := fmt.Sscan(f[3], &goodput); err != nil {
+			continue
+		}
+		if goodput > offered {
+			above = append(above, f[0])
+		}
+	}
+	note := ""
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "note: offered/s is the nominal rate") {
+			note = l
+		}
+	}
+	if len(above) == 0 {
+		if note != "" {
+			t.Errorf("a note without a load above its offered rate: %s", note)
+		}
+		return
+	}
+	for _, load := range above {
+		if !strings.Contains(note, load) {
+			t.Errorf("load %s has goodput above offered, the note does not name it: %q\n%s", load, note, stdout)
+		}
 	}
 }
