@@ -131,7 +131,13 @@ func Render(p *formats.Plan) []planner.Table {
 		if in.GPUCount > 1 || len(in.GPUs) > 0 {
 			gpu = pq.GPUSet(in) // tensor-parallel: the count and the GPUs
 		}
-		it.Rows = append(it.Rows, []string{in.Name, gpu, in.Model, fmt.Sprint(in.Queue)})
+		queue := fmt.Sprint(in.Queue)
+		if len(in.Queue) == 0 {
+			// No group placed offline: QLM's load balancing assigns request groups to the
+			// virtual queues at every replan, so this queue fills online.
+			queue = "[] (filled online at replan)"
+		}
+		it.Rows = append(it.Rows, []string{in.Name, gpu, in.Model, queue})
 	}
 	gt := planner.Table{Header: []string{"GROUP", "MODEL", "CLASS", "SLO", "REQUESTS"}}
 	for _, g := range qlmsec.PlanOf(p).Groups {
