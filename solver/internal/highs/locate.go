@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/plan-dev/plan/formats"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -31,7 +32,7 @@ var repoWasm = filepath.Join("third_party", "highs", "highs.wasm")
 // the result is an error, because the minified ABI table only fits that build.
 func LoadWasm() ([]byte, string, error) {
 	if p := os.Getenv(EnvWasm); p != "" {
-		b, err := os.ReadFile(p)
+		b, err := readWasm(p)
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %s=%s: %v (%s)", ErrUnavailable, EnvWasm, p, err, wasmHint)
 		}
@@ -40,7 +41,7 @@ func LoadWasm() ([]byte, string, error) {
 	var searched []string
 	for _, p := range candidates() {
 		searched = append(searched, p)
-		b, err := os.ReadFile(p)
+		b, err := readWasm(p)
 		if err == nil {
 			return verified(b, p)
 		}
@@ -53,6 +54,14 @@ func LoadWasm() ([]byte, string, error) {
 	}
 	return nil, "", fmt.Errorf("%w: highs.wasm not found (searched %q): %s", ErrUnavailable, searched, wasmHint)
 }
+
+// maxWasmBytes bounds a highs.wasm read (the pinned build is 3.5 MB).
+const maxWasmBytes = 64 << 20
+
+// readWasm reads a candidate through the one reader of files plan is given
+// (formats.ReadBytesLimit): a FIFO, a device or a file past maxWasmBytes is refused at
+// once, not read until it ends.
+func readWasm(p string) ([]byte, error) { return formats.ReadBytesLimit(p, maxWasmBytes) }
 
 // candidates lists the file locations of steps 2-4 of LoadWasm, without
 // duplicates (bin/.. is often the working directory).
