@@ -2,7 +2,9 @@ package llmdeploy
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/plan-dev/plan/planner"
@@ -108,10 +110,25 @@ func uniq(v []string) []string {
 // describe names a fleet's units: "1 × llama-3.1-8b@H100×1 b2048 s256 + ...".
 func (res *Result) describe(f Fleet) string {
 	var parts []string
+	used := map[string]int{}
 	for _, i := range f.Chosen() {
 		parts = append(parts, fmt.Sprintf("%d × %s", f.Units[i], res.Rows[i].Candidate.Label()))
+		for g, n := range res.Rows[i].Candidate.GPUs() {
+			used[g] += f.Units[i] * n
+		}
 	}
-	return strings.Join(parts, " + ")
+	out := strings.Join(parts, " + ")
+	var past []string
+	for _, g := range slices.Sorted(maps.Keys(used)) {
+		if c := res.Counts[g]; c > 0 && used[g] > c {
+			past = append(past, fmt.Sprintf("%d %s, the cluster has %d", used[g], g, c))
+		}
+	}
+	if len(past) > 0 {
+		// A cost fleet is bounded by `available`, which the cluster leaves unset here.
+		out += " (" + strings.Join(past, "; ") + ": no available set, so the cost fleet buys more)"
+	}
+	return out
 }
 
 // worst is the highest of each percentile over the classes.

@@ -52,3 +52,28 @@ func TestCapacityCancelled(t *testing.T) {
 		t.Errorf("capacity under a cancelled context: %v, want context.Canceled", err)
 	}
 }
+
+// TestDescribePastCount: a fleet row that buys more GPUs of a type than the cluster counts
+// (a cost fleet is bounded by `available`, unset) says so, naming both numbers; within the
+// count, or with available set (no count recorded), it says nothing.
+func TestDescribePastCount(t *testing.T) {
+	row := Row{Candidate: Candidate{Model: "m", Mode: Aggregated, Roles: []Role{{GPU: "H100", TP: 2}}}}
+	for _, c := range []struct {
+		name   string
+		units  int
+		counts map[string]int
+		want   string
+	}{
+		{"past the count", 23, map[string]int{"H100": 16}, "(46 H100, the cluster has 16: no available set, so the cost fleet buys more)"},
+		{"within it", 8, map[string]int{"H100": 16}, ""},
+		{"available set", 23, map[string]int{}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := &Result{Rows: []Row{row}, Counts: c.counts}
+			got := res.describe(Fleet{Units: map[int]int{0: c.units}})
+			if c.want == "" && strings.Contains(got, "(") || c.want != "" && !strings.HasSuffix(got, c.want) {
+				t.Errorf("%q, want suffix %q", got, c.want)
+			}
+		})
+	}
+}

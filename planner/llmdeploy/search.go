@@ -56,6 +56,9 @@ type Result struct {
 	// Notes say what the search did not try and why (a GPU type searched only at the
 	// tensor-parallel sizes of the profiles given for it).
 	Notes []string
+	// Counts are the cluster's GPU counts of the types it gives no `available` for: a fleet
+	// buys past them (available bounds a cost fleet), which its row says (describe).
+	Counts map[string]int
 }
 
 // Search enumerates the candidates, finds each one's capacity in parallel (o.Workers), and
@@ -103,7 +106,12 @@ func Search(ctx context.Context, in planner.Inputs, o Options) (*Result, error) 
 			keep = append(keep, c)
 		}
 	}
-	res := &Result{Rates: map[string]float64{}, Notes: profileTPNotes(in, o)}
+	res := &Result{Rates: map[string]float64{}, Notes: profileTPNotes(in, o), Counts: map[string]int{}}
+	for _, g := range in.Cluster.GPUs {
+		if g.Available == nil && g.Count > 0 {
+			res.Counts[g.Type] += g.Count
+		}
+	}
 	for _, c := range llmspec.ClassesOf(in.Workload) {
 		if _, ok := res.Rates[c.Model]; !ok {
 			res.Models = append(res.Models, c.Model)
