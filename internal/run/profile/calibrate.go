@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -180,6 +181,21 @@ func sameModel(id string, p *formats.LLMProfile) bool {
 	return err == nil && strings.EqualFold(id, m.HF)
 }
 
+// SimulatorContext is Simulator stopping at ctx's cancellation (SIGINT, SIGTERM): the fit
+// replays the run dozens of times, and each replay first checks ctx, so an interrupted
+// calibration ends within one replay.
+func SimulatorContext(ctx context.Context, reg *systems.Registry, name string) calibrate.Simulator {
+	sim := Simulator(reg, name)
+	n := 0
+	return func(p formats.LLMProfile, reqs []calibrate.Request) ([]calibrate.Timing, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("--calibrate: interrupted after %d replays: %w", n, err)
+		}
+		n++
+		return sim(p, reqs)
+	}
+}
+
 // Simulator is calibrate's Simulator on the repository's engine: the requests, ordered by
 // arrival, replayed as a trace once through one engine of the profile under the engine
 // system's own policy (replay.Records, what `plan simulate --llm` runs).
@@ -241,7 +257,7 @@ type calibrationReport struct {
 // measured run (calibrate.ReadBenchResult, checked against the engine's max_model_len), the
 // fit (calibrate.Fit on the repository's engine), the calibrated profile written atomically
 // and the errors before and after on the fitted and held-out requests.
-func runCalibrate(a Args, io *run.IO) error {
+func runCalibrate(ctx context.Context, a Args, io *run.IO) error {
 	if err := checkCalibrateFlags(a); err != nil {
 		return err
 	}
@@ -275,7 +291,7 @@ func runCalibrate(a Args, io *run.IO) error {
 	}
 	task := progressline.NewStatus(io.Err, io.Quiet, "profile --calibrate")
 	task.Note(fmt.Sprintf("replaying %d requests of %s", len(bench.Requests), a.Calibrate))
-	res, err := calibrate.Fit(prof, bench, Simulator(reg, a.Calibrate), calibrate.Options{
+	res, err := calibrate.Fit(prof, bench, SimulatorContext(ctx, reg, a.Calibrate), calibrate.Options{
 		Progress: func(n int) {
 			task.Note(fmt.Sprintf("replay %d of %d requests of %s", n, len(bench.Requests), a.Calibrate))
 		},

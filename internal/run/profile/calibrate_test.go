@@ -3,6 +3,7 @@ package profile
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,4 +119,21 @@ func writeProfileWithLen(t *testing.T, dir string, maxLen int) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestCalibrateObservesCancel: a calibration whose context is cancelled (SIGINT, SIGTERM)
+// stops before its next replay and writes nothing: the fit checks the context between
+// replays, so the work after a cancellation is at most one replay.
+func TestCalibrateObservesCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := filepath.Join(t.TempDir(), "cal.json")
+	io, _, _ := calibrateIO()
+	err := Run(ctx, Args{Calibrate: benchFixture, LLM: "llama-3.1-8b", GPUs: []string{"H100"}, TP: "1", TPSet: true, Seed: 1, Out: out}, io)
+	if err == nil || !strings.Contains(err.Error(), "interrupted after 0 replays: context canceled") {
+		t.Fatalf("err %v, want an interruption before the first replay", err)
+	}
+	if _, statErr := os.Stat(out); statErr == nil {
+		t.Errorf("%s written by a cancelled calibration", out)
+	}
 }

@@ -336,7 +336,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 		return err
 	}
 	if a.Calibrate != "" {
-		return runCalibrate(a, io)
+		return runCalibrate(ctx, a, io)
 	}
 	if err := checkCalibrateFlags(a); err != nil {
 		return err
