@@ -38,25 +38,7 @@ func symlinkInTree(path string) error {
 	if err != nil || lst.Mode()&os.ModeSymlink == 0 {
 		return nil
 	}
-	target, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return err
-	}
-	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	if target, err = filepath.Abs(target); err != nil {
-		return err
-	}
-	if dir, err = filepath.Abs(dir); err != nil {
-		return err
-	}
-	rel, err := filepath.Rel(dir, target)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("%w: it points to %s, outside %s (--follow-links reads it)", ErrSymlinkOut, Echo(target), Echo(dir))
-	}
-	return nil
+	return within(filepath.Dir(path), path, "points to")
 }
 
 // inRoot refuses path when, resolved, it lies outside directory root (resolved too), unless
@@ -65,6 +47,13 @@ func inRoot(root, path string) error {
 	if followLinksOut.Load() {
 		return nil
 	}
+	return within(root, path, "resolves to")
+}
+
+// within refuses path when, both resolved and made absolute, it lies outside directory
+// root; verb says how the path got there in the error ("points to" for a link, "resolves
+// to" for a path through linked directories).
+func within(root, path, verb string) error {
 	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return err
@@ -81,7 +70,7 @@ func inRoot(root, path string) error {
 	}
 	rel, err := filepath.Rel(dir, target)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("%w: it resolves to %s, outside %s (--follow-links reads it)", ErrSymlinkOut, Echo(target), Echo(dir))
+		return fmt.Errorf("%w: it %s %s, outside %s (--follow-links reads it)", ErrSymlinkOut, verb, Echo(target), Echo(dir))
 	}
 	return nil
 }
