@@ -114,3 +114,47 @@ func (e *LLMEngine) VersionDefaults(v VLLMVersion) []string {
 	}
 	return []string{fmt.Sprintf("vllm_version %s: V1 with async scheduling (kv_allocation %s, a finished request's blocks free a step later), prefix caching on", v, KVAllocDefault)}
 }
+
+// Overlay sets on e every setting o states (non-zero, non-nil): a server's own flags over
+// defaults (profiler/llm's estimates, `plan profile`'s vLLM flags over a step log's).
+func (e *LLMEngine) Overlay(o *LLMEngine) {
+	if o == nil {
+		return
+	}
+	ints := []struct{ dst, src *int }{
+		{&e.MaxNumBatchedTokens, &o.MaxNumBatchedTokens}, {&e.MaxNumSeqs, &o.MaxNumSeqs}, {&e.BlockSize, &o.BlockSize},
+		{&e.MaxModelLen, &o.MaxModelLen}, {&e.MaxNumPartialPrefills, &o.MaxNumPartialPrefills},
+	}
+	for _, f := range ints {
+		if *f.src > 0 {
+			*f.dst = *f.src
+		}
+	}
+	strs := []struct{ dst, src *string }{
+		{&e.VLLMVersion, &o.VLLMVersion}, {&e.KVAllocation, &o.KVAllocation}, {&e.Release, &o.Release},
+		{&e.SchedulingPolicy, &o.SchedulingPolicy}, {&e.PreemptionMode, &o.PreemptionMode},
+	}
+	for _, f := range strs {
+		if *f.src != "" {
+			*f.dst = *f.src
+		}
+	}
+	if o.GPUMemoryUtilization > 0 {
+		e.GPUMemoryUtilization = o.GPUMemoryUtilization
+	}
+	if o.EnableChunkedPrefill != nil {
+		e.EnableChunkedPrefill = new(*o.EnableChunkedPrefill)
+	}
+	if o.EnablePrefixCaching != nil {
+		e.EnablePrefixCaching = new(*o.EnablePrefixCaching)
+	}
+	if o.Watermark != nil {
+		e.Watermark = new(*o.Watermark)
+	}
+	if o.KVOffloadBytes > 0 {
+		e.KVOffloadBytes = o.KVOffloadBytes
+	}
+	if o.SwapSpace > 0 {
+		e.SwapSpace = o.SwapSpace
+	}
+}

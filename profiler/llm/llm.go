@@ -141,49 +141,6 @@ type Variant struct {
 	Corrections *Corrections
 }
 
-// overlayEngine sets on e every setting of o that o states (non-zero).
-func overlayEngine(e *formats.LLMEngine, o *formats.LLMEngine) {
-	if o == nil {
-		return
-	}
-	ints := []struct{ dst, src *int }{
-		{&e.MaxNumBatchedTokens, &o.MaxNumBatchedTokens}, {&e.MaxNumSeqs, &o.MaxNumSeqs}, {&e.BlockSize, &o.BlockSize},
-		{&e.MaxModelLen, &o.MaxModelLen}, {&e.MaxNumPartialPrefills, &o.MaxNumPartialPrefills},
-	}
-	for _, f := range ints {
-		if *f.src > 0 {
-			*f.dst = *f.src
-		}
-	}
-	strs := []struct{ dst, src *string }{
-		{&e.VLLMVersion, &o.VLLMVersion}, {&e.KVAllocation, &o.KVAllocation}, {&e.Release, &o.Release},
-		{&e.SchedulingPolicy, &o.SchedulingPolicy}, {&e.PreemptionMode, &o.PreemptionMode},
-	}
-	for _, f := range strs {
-		if *f.src != "" {
-			*f.dst = *f.src
-		}
-	}
-	if o.GPUMemoryUtilization > 0 {
-		e.GPUMemoryUtilization = o.GPUMemoryUtilization
-	}
-	if o.EnableChunkedPrefill != nil {
-		e.EnableChunkedPrefill = new(*o.EnableChunkedPrefill)
-	}
-	if o.EnablePrefixCaching != nil {
-		e.EnablePrefixCaching = new(*o.EnablePrefixCaching)
-	}
-	if o.Watermark != nil {
-		e.Watermark = new(*o.Watermark)
-	}
-	if o.KVOffloadBytes > 0 {
-		e.KVOffloadBytes = o.KVOffloadBytes
-	}
-	if o.SwapSpace > 0 {
-		e.SwapSpace = o.SwapSpace
-	}
-}
-
 // EstimateWith builds the analytic profile of model m on tp GPUs of type gpu run as v
 // (tp 0: the smallest degree that fits). Its engine block states v's settings, so the
 // exports start the engine that was timed.
@@ -223,7 +180,7 @@ func EstimateWith(m Model, gpu string, tp int, v Variant) (*formats.LLMProfile, 
 		return nil, err
 	}
 	engine := engineDefaults(g.Name)
-	overlayEngine(engine, v.Engine)
+	engine.Overlay(v.Engine)
 	if v.Engine != nil && v.Engine.VLLMVersion != "" {
 		if _, err := formats.ParseVLLMVersion(v.Engine.VLLMVersion); err != nil {
 			return nil, err

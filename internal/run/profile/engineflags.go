@@ -83,32 +83,3 @@ func llmZoo(z string) bool {
 	}
 	return false
 }
-
-// overEngine is engine block e with the flags' settings laid over it (flags win): a copy.
-func overEngine(e, flags *formats.LLMEngine) *formats.LLMEngine {
-	out := &formats.LLMEngine{}
-	if e != nil {
-		*out = *e
-	}
-	if flags == nil {
-		return out
-	}
-	if flags.VLLMVersion != "" {
-		out.VLLMVersion = flags.VLLMVersion
-	}
-	for _, f := range []struct{ dst, src *int }{
-		{&out.MaxNumSeqs, &flags.MaxNumSeqs}, {&out.MaxNumBatchedTokens, &flags.MaxNumBatchedTokens},
-		{&out.MaxModelLen, &flags.MaxModelLen}, {&out.BlockSize, &flags.BlockSize},
-	} {
-		if *f.src > 0 {
-			*f.dst = *f.src
-		}
-	}
-	if flags.GPUMemoryUtilization > 0 {
-		out.GPUMemoryUtilization = flags.GPUMemoryUtilization
-	}
-	if flags.EnablePrefixCaching != nil {
-		out.EnablePrefixCaching = new(*flags.EnablePrefixCaching)
-	}
-	return out
-}

@@ -133,7 +133,12 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 	}
 	if r.opt.Engine != nil {
 		// Precedence: the flags, then the log, then the defaults.
-		base.Engine = overEngine(base.Engine, r.opt.Engine)
+		e := &formats.LLMEngine{}
+		if base.Engine != nil {
+			*e = *base.Engine
+		}
+		e.Overlay(r.opt.Engine)
+		base.Engine = e
 	}
 	p, err := llm.WithSteps(base, log.Steps)
 	if err != nil {
