@@ -274,13 +274,19 @@ func runCalibrate(ctx context.Context, a Args, io *run.IO) error {
 	if src == "" {
 		src = "the --llm estimate"
 	}
-	data, err := formats.ReadBytes(a.Calibrate)
+	data, err := formats.ReadText(a.Calibrate, calibrate.MaxBytes)
 	if err != nil {
+		if errors.Is(err, formats.ErrTooLarge) {
+			return run.UsageErrorf("--calibrate: %v: a run file holds at most %d requests and %d bytes (calibrate on a sample of the run)", err, calibrate.MaxRequests, calibrate.MaxBytes)
+		}
 		return run.UsageErrorf("--calibrate: %v", err)
 	}
 	limit, from := contextLimit(&prof, src)
-	bench, err := calibrate.ReadBenchResult(a.Calibrate, data, calibrate.ReadOptions{MaxModelLen: limit, LimitFrom: from, Seed: uint64(a.Seed)})
+	bench, err := calibrate.ReadBenchResult(a.Calibrate, data, calibrate.ReadOptions{MaxModelLen: limit, LimitFrom: from, Seed: uint64(a.Seed), Context: ctx})
 	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
 		return run.UsageError(err)
 	}
 	if !sameModel(bench.Model, &prof) {

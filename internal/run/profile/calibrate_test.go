@@ -130,10 +130,15 @@ func TestCalibrateObservesCancel(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "cal.json")
 	io, _, _ := calibrateIO()
 	err := Run(ctx, Args{Calibrate: benchFixture, LLM: "llama-3.1-8b", GPUs: []string{"H100"}, TP: "1", TPSet: true, Seed: 1, Out: out}, io)
-	if err == nil || !strings.Contains(err.Error(), "interrupted after 0 replays: context canceled") {
-		t.Fatalf("err %v, want an interruption before the first replay", err)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted while reading") {
+		t.Fatalf("err %v, want the read interrupted", err)
 	}
 	if _, statErr := os.Stat(out); statErr == nil {
 		t.Errorf("%s written by a cancelled calibration", out)
+	}
+	// Cancelled during the fit: the next replay does not run.
+	_, err = SimulatorContext(ctx, nil, "run.json")(formats.LLMProfile{}, nil)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted after 0 replays") {
+		t.Fatalf("err %v, want an interruption before the first replay", err)
 	}
 }

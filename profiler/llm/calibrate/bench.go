@@ -13,6 +13,7 @@ package calibrate
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,12 +39,14 @@ type Request struct {
 	// Arrival is when the client sent it, in seconds from the first request sent.
 	Arrival                    float64
 	PromptTokens, OutputTokens int
-	// TTFT is the time to its first token; ITLs the gaps between the later chunks of its
-	// stream; E2E the time to its last token (the file's e2els where given, else TTFT plus
-	// the gaps, as vLLM's client measures its latency).
-	TTFT float64
-	ITLs []float64
-	E2E  float64
+	// TTFT is the time to its first token; Gaps how many gaps its stream had between later
+	// chunks and MaxGap the longest (a preempted request's stream stalls while it waits and
+	// recomputes); E2E the time to its last token (the file's e2els where given, else TTFT
+	// plus the gaps, as vLLM's client measures its latency).
+	TTFT   float64
+	Gaps   int
+	MaxGap float64
+	E2E    float64
 }
 
 // TPOT is the request's mean inter-token latency, (E2E − TTFT) / (output tokens − 1) as
@@ -93,29 +96,32 @@ type ReadOptions struct {
 	LimitFrom   string
 	// Seed seeds the regenerated arrivals of a file without start_times.
 	Seed uint64
+	// Context, when set, stops the read once done (SIGINT, SIGTERM): it is checked before
+	// and after decoding and every few thousand requests.
+	Context context.Context
 }
 
 // benchFile is the part of a vllm bench result the calibration reads (vLLM's
 // vllm/benchmarks/serve.py, main_async and benchmark: the traffic keys and, with
 // --save-detailed, one entry per request in send order); every other key is ignored.
 type benchFile struct {
-	ModelID        *string  `json:"model_id"`
-	RequestRate    *num     `json:"request_rate"`
-	Burstiness     *num     `json:"burstiness"`
-	MaxConcurrency *num     `json:"max_concurrency"`
-	RampUp         *string  `json:"ramp_up_strategy"`
-	RampUpStart    *num     `json:"ramp_up_start_rps"`
-	RampUpEnd      *num     `json:"ramp_up_end_rps"`
-	Completed      *num     `json:"completed"`
-	InputLens      []num    `json:"input_lens"`
-	OutputLens     []num    `json:"output_lens"`
-	TTFTs          []num    `json:"ttfts"`
-	ITLs           [][]num  `json:"itls"`
-	Errors         []string `json:"errors"`
+	ModelID        *string   `json:"model_id"`
+	RequestRate    *num      `json:"request_rate"`
+	Burstiness     *num      `json:"burstiness"`
+	MaxConcurrency *num      `json:"max_concurrency"`
+	RampUp         *string   `json:"ramp_up_strategy"`
+	RampUpStart    *num      `json:"ramp_up_start_rps"`
+	RampUpEnd      *num      `json:"ramp_up_end_rps"`
+	Completed      *num      `json:"completed"`
+	InputLens      numList   `json:"input_lens"`
+	OutputLens     numList   `json:"output_lens"`
+	TTFTs          numList   `json:"ttfts"`
+	ITLs           itlTable  `json:"itls"`
+	Errors         errorList `json:"errors"`
 	// StartTimes are the clients' send times (time.perf_counter() seconds, newer vLLM and
 	// plan load) and E2Els the latencies (plan load).
-	StartTimes []num `json:"start_times"`
-	E2Els      []num `json:"e2els"`
+	StartTimes numList `json:"start_times"`
+	E2Els      numList `json:"e2els"`
 }
 
 // num is a JSON number as Python's json module writes one: a number, or the bare NaN,
@@ -180,21 +186,43 @@ func (n num) String() string {
 // load`'s, which writes the same keys): its successful requests with their tokens and
 // measured timings, and their arrival times — the file's start_times where given, else
 // regenerated as vLLM's client scheduled them (request_rate, burstiness, ramp-up, with
-// max_concurrency's cap replayed on the measured latencies). It is strict: an error names the
-// file, the field (with its index) and the value.
+// max_concurrency's cap replayed on the measured latencies). It is strict on what the fit
+// reads — an error names the file, the field (with its index) and the value — and ignores
+// every other key (summary statistics such as std_ttft_ms, which vLLM writes as NaN for a
+// run of one request). A request with an error recorded is left out and counted; one
+// without must have at least one output token, at most output tokens − 1 gaps and finite
+// times >= 0. A file of more than MaxBytes, or more than MaxRequests requests, is refused.
 func ReadBenchResult(name string, data []byte, opt ReadOptions) (*Bench, error) {
+	if len(data) > MaxBytes {
+		return nil, fmt.Errorf("%s: %d bytes: a run file holds at most %d bytes (calibrate on a sample of the run)", name, len(data), MaxBytes)
+	}
+	if err := opt.interrupted(name); err != nil {
+		return nil, err
+	}
 	var f benchFile
 	if err := jsonx.Decode(pythonLiterals(data), &f, jsonx.Options{}); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if err := opt.interrupted(name); err != nil {
+		return nil, err
+	}
 	bad := func(field string, v any, rule string, args ...any) error {
 		return fmt.Errorf("%s: %s: %v: %s", name, field, v, fmt.Sprintf(rule, args...))
 	}
-	n := len(f.TTFTs)
+	n := f.TTFTs.len()
+	for _, a := range []struct {
+		field string
+		n     int
+	}{{"ttfts", n}, {"input_lens", f.InputLens.len()}, {"output_lens", f.OutputLens.len()}, {"itls", f.ITLs.n},
+		{"errors", f.Errors.n}, {"start_times", f.StartTimes.len()}, {"e2els", f.E2Els.len()}} {
+		if a.n > MaxRequests {
+			return nil, fmt.Errorf("%s: %s: more than %d entries: a run holds at most %d requests (the fit replays it a few hundred times): calibrate on a sample of the run", name, a.field, MaxRequests, MaxRequests)
+		}
+	}
 	if n == 0 {
 		return nil, fmt.Errorf("%s: ttfts: missing or empty: the result holds no per-request timings (run vllm bench serve with --save-result --save-detailed)", name)
 	}
-	if len(f.ITLs) == 0 {
+	if f.ITLs.n == 0 {
 		return nil, fmt.Errorf("%s: itls: missing or empty: the result holds no per-request inter-token latencies (run vllm bench serve with --save-detailed)", name)
 	}
 	for _, a := range []struct {
@@ -202,8 +230,8 @@ func ReadBenchResult(name string, data []byte, opt ReadOptions) (*Bench, error) 
 		n     int
 		given bool
 	}{
-		{"input_lens", len(f.InputLens), true}, {"output_lens", len(f.OutputLens), true}, {"itls", len(f.ITLs), true},
-		{"errors", len(f.Errors), f.Errors != nil}, {"start_times", len(f.StartTimes), f.StartTimes != nil}, {"e2els", len(f.E2Els), f.E2Els != nil},
+		{"input_lens", f.InputLens.len(), true}, {"output_lens", f.OutputLens.len(), true}, {"itls", f.ITLs.n, true},
+		{"errors", f.Errors.n, f.Errors.given}, {"start_times", f.StartTimes.len(), f.StartTimes.given}, {"e2els", f.E2Els.len(), f.E2Els.given},
 	} {
 		if a.given && a.n != n {
 			return nil, fmt.Errorf("%s: %s: %d entries: ttfts has %d (one entry per request)", name, a.field, a.n, n)
@@ -230,20 +258,24 @@ func ReadBenchResult(name string, data []byte, opt ReadOptions) (*Bench, error) 
 	}
 	failed := make([]bool, n)
 	for i := 0; i < n; i++ {
+		if i%4096 == 4095 {
+			if err := opt.interrupted(name); err != nil {
+				return nil, err
+			}
+		}
 		at := func(field string) string { return fmt.Sprintf("%s[%d]", field, i) }
-		if f.Errors != nil && f.Errors[i] != "" {
+		if f.Errors.given && f.Errors.failed[i] {
 			failed[i] = true
 			continue
 		}
-		out, err := whole(at("output_lens"), f.OutputLens[i], 0)
+		out, err := whole(at("output_lens"), f.OutputLens.at(i), 0)
 		if err != nil {
 			return nil, err
 		}
 		if out == 0 {
-			failed[i] = true // no token received: vLLM records a failed request's length as 0
-			continue
+			return nil, bad(at("output_lens"), 0, "a request that succeeded (no error recorded) has at least one output token (a failed one has its error in errors[%d], and is left out)", i)
 		}
-		in, err := whole(at("input_lens"), f.InputLens[i], 1)
+		in, err := whole(at("input_lens"), f.InputLens.at(i), 1)
 		if err != nil {
 			return nil, err
 		}
@@ -251,52 +283,63 @@ func ReadBenchResult(name string, data []byte, opt ReadOptions) (*Bench, error) 
 			return nil, bad(fmt.Sprintf("input_lens[%d] + output_lens[%d]", i, i), in+out,
 				"more tokens than the engine's max_model_len %d (%s): vLLM refuses such a request, so this run did not run on this engine", opt.MaxModelLen, opt.LimitFrom)
 		}
-		if err := seconds(at("ttfts"), f.TTFTs[i]); err != nil {
+		if err := seconds(at("ttfts"), f.TTFTs.at(i)); err != nil {
 			return nil, err
 		}
-		r := Request{Index: i, PromptTokens: in, OutputTokens: out, TTFT: f.TTFTs[i].v}
+		r := Request{Index: i, PromptTokens: in, OutputTokens: out, TTFT: f.TTFTs.v[i]}
 		if r.TTFT == 0 {
-			return nil, bad(at("ttfts"), f.TTFTs[i], "a successful request's time to first token is > 0 (0: the endpoint did not stream, and the run has no per-request timings)")
+			return nil, bad(at("ttfts"), f.TTFTs.at(i), "a successful request's time to first token is > 0 (0: the endpoint did not stream, and the run has no per-request timings)")
 		}
-		r.E2E = r.TTFT
-		for j, x := range f.ITLs[i] {
-			if err := seconds(fmt.Sprintf("itls[%d][%d]", i, j), x); err != nil {
+		row := f.ITLs.rows[i]
+		if row.badCol >= 0 {
+			if err := seconds(fmt.Sprintf("itls[%d][%d]", i, row.badCol), row.bad); err != nil {
 				return nil, err
 			}
-			r.ITLs = append(r.ITLs, x.v)
-			r.E2E += x.v
 		}
-		if f.E2Els != nil {
-			if err := seconds(at("e2els"), f.E2Els[i]); err != nil {
+		if row.n > out-1 {
+			return nil, bad(at("itls"), fmt.Sprintf("%d gaps", row.n), "output_lens[%d] is %d: a stream of %d tokens has at most %d gaps between its chunks", i, out, out, out-1)
+		}
+		r.Gaps, r.MaxGap, r.E2E = row.n, row.max, r.TTFT+row.sum
+		if f.E2Els.given {
+			if err := seconds(at("e2els"), f.E2Els.at(i)); err != nil {
 				return nil, err
 			}
-			if e := f.E2Els[i].v; e < r.TTFT {
-				return nil, bad(at("e2els"), f.E2Els[i], "must be >= ttfts[%d] (%g s): a request ends after its first token", i, r.TTFT)
+			if e := f.E2Els.v[i]; e < r.TTFT {
+				return nil, bad(at("e2els"), f.E2Els.at(i), "must be >= ttfts[%d] (%g s): a request ends after its first token", i, r.TTFT)
 			} else {
 				r.E2E = e
 			}
 		}
+		if !(r.E2E <= maxSeconds) {
+			return nil, bad(at("itls"), fmt.Sprintf("%d gaps", row.n), "ttfts[%d] plus the gaps is %g s: a request lasts at most %g s", i, r.E2E, maxSeconds)
+		}
 		b.Requests = append(b.Requests, r)
 	}
 	b.Failed = n - len(b.Requests)
-	if f.Completed != nil && f.Errors != nil {
-		ok := 0
-		for _, e := range f.Errors {
-			if e == "" {
-				ok++
-			}
-		}
+	if f.Completed != nil && f.Errors.given {
+		ok := n - b.Failed
 		if c := f.Completed; c.null || c.v != float64(ok) {
 			return nil, bad("completed", *c, "errors records %d successful requests (an empty error each)", ok)
 		}
 	}
 	if len(b.Requests) == 0 {
-		return nil, fmt.Errorf("%s: errors: all %d requests failed: nothing to calibrate on", name, n)
+		return nil, fmt.Errorf("%s: errors: all %d requests failed (each has its error recorded): nothing to calibrate on", name, n)
 	}
 	if err := b.arrivals(&f, failed, opt.Seed, bad); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// interrupted is the error of a read whose context is done (SIGINT, SIGTERM), else nil.
+func (o ReadOptions) interrupted(name string) error {
+	if o.Context == nil {
+		return nil
+	}
+	if err := o.Context.Err(); err != nil {
+		return fmt.Errorf("%s: interrupted while reading: %w", name, err)
+	}
+	return nil
 }
 
 // traffic reads and checks the run's traffic keys: request_rate (> 0, or "inf"), burstiness
@@ -308,7 +351,7 @@ func (b *Bench) traffic(f *benchFile, bad func(string, any, string, ...any) erro
 			return bad("request_rate", *r, "must be > 0 requests/s, or \"inf\" (every request at once)")
 		}
 		b.RequestRate = r.v
-	} else if f.StartTimes == nil && (f.RampUp == nil || *f.RampUp == "") {
+	} else if !f.StartTimes.given && (f.RampUp == nil || *f.RampUp == "") {
 		return fmt.Errorf("%s: request_rate: missing: without start_times the arrivals are regenerated from it", b.Name)
 	}
 	if x := f.Burstiness; x != nil && !x.null {
@@ -347,11 +390,12 @@ func (b *Bench) traffic(f *benchFile, bad func(string, any, string, ...any) erro
 // without start_times, the schedule vLLM's client draws (get_request) with its concurrency
 // cap replayed on the measured latencies.
 func (b *Bench) arrivals(f *benchFile, failed []bool, seed uint64, bad func(string, any, string, ...any) error) error {
-	n := len(f.TTFTs)
+	n := f.TTFTs.len()
 	send := make([]float64, n)
-	if f.StartTimes != nil {
+	if f.StartTimes.given {
 		first := math.Inf(1)
-		for i, x := range f.StartTimes {
+		for i := range n {
+			x := f.StartTimes.at(i)
 			if x.null || math.IsNaN(x.v) || math.IsInf(x.v, 0) {
 				return bad(fmt.Sprintf("start_times[%d]", i), x, "must be a finite time in seconds")
 			}
@@ -377,8 +421,8 @@ func (b *Bench) arrivals(f *benchFile, failed []bool, seed uint64, bad func(stri
 	for i := range b.Requests {
 		at := send[b.Requests[i].Index]
 		if !(at <= maxSeconds) {
-			if f.StartTimes != nil {
-				return bad(fmt.Sprintf("start_times[%d]", b.Requests[i].Index), f.StartTimes[b.Requests[i].Index], "is %g s after the first request: a run spans at most %g s", at, maxSeconds)
+			if f.StartTimes.given {
+				return bad(fmt.Sprintf("start_times[%d]", b.Requests[i].Index), f.StartTimes.at(b.Requests[i].Index), "is %g s after the first request: a run spans at most %g s", at, maxSeconds)
 			}
 			field, v := "request_rate", any(nil)
 			if f.RequestRate != nil {

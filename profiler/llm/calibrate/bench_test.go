@@ -1,7 +1,9 @@
 package calibrate
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -151,6 +153,10 @@ var badCases = []struct {
 	{"start_times a year apart", func(m map[string]any) { m["start_times"] = []any{0, 1, 4e7} }, []string{"start_times[2]: 40000000: "}},
 	{"ramp-up unknown", func(m map[string]any) { m["ramp_up_strategy"] = "step" }, []string{"ramp_up_strategy: \"step\""}},
 	{"ramp-up without end", func(m map[string]any) { m["ramp_up_strategy"] = "linear"; m["ramp_up_start_rps"] = 1 }, []string{"ramp_up_end_rps: missing"}},
+	{"more gaps than tokens", func(m map[string]any) { m["itls"].([]any)[2] = []any{0.01, 0.01} }, []string{"itls[2]: 2 gaps: output_lens[2] is 2", "at most 1 gaps"}},
+	{"no output tokens", func(m map[string]any) { m["output_lens"].([]any)[1] = 0 }, []string{"output_lens[1]: 0: ", "succeeded"}},
+	{"all outputs zero", func(m map[string]any) { m["output_lens"] = []any{0, 0, 0} }, []string{"output_lens[0]: 0: "}},
+	{"NaN ttft of a failed request read", func(m map[string]any) { m["ttfts"].([]any)[0] = "__NaN__"; m["errors"].([]any)[1] = "x" }, []string{"ttfts[0]: NaN"}},
 	{"array for a number", func(m map[string]any) { m["input_lens"].([]any)[0] = []any{1} }, []string{"input_lens[0]: \"[1]\""}},
 }
 
@@ -186,6 +192,50 @@ func TestReadBenchResultRefuses(t *testing.T) {
 				t.Errorf("error %v, want one naming run.json and saying %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestReadBenchResultIgnores: a failed request's fields, and the summary keys the fit does not
+// read (a NaN std_ttft_ms, as vLLM writes for a run of one request), are not checked.
+func TestReadBenchResultIgnores(t *testing.T) {
+	data := editRun(t, func(m map[string]any) {
+		m["std_ttft_ms"], m["mean_itl_ms"] = "__NaN__", "__Infinity__"
+		m["errors"].([]any)[1] = "Bad Request"
+		m["completed"] = 2
+		m["output_lens"].([]any)[1] = 0
+		m["ttfts"].([]any)[1] = "__NaN__"
+		m["itls"].([]any)[1] = []any{-1, 2, 3, 4, 5}
+	})
+	b, err := ReadBenchResult("run.json", data, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Requests) != 2 || b.Failed != 1 || b.Requests[1].Index != 2 {
+		t.Errorf("%d requests (%d failed), want 2 (1)", len(b.Requests), b.Failed)
+	}
+}
+
+// TestReadBenchResultCaps: a run of more than MaxRequests requests is refused by name before
+// its requests are checked, and a read whose context is done (SIGTERM) stops with it.
+func TestReadBenchResultCaps(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString(`{"request_rate": 1, "ttfts": [`)
+	for i := 0; i <= MaxRequests; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString("0.1")
+	}
+	sb.WriteString(`], "itls": [[]], "input_lens": [1], "output_lens": [1]}`)
+	_, err := ReadBenchResult("big.json", []byte(sb.String()), ReadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "big.json: ttfts: more than 100000 entries") {
+		t.Errorf("error %v, want ttfts refused past the cap", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = ReadBenchResult("run.json", []byte(goodRun), ReadOptions{Context: ctx})
+	if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "run.json: interrupted") {
+		t.Errorf("error %v, want the read interrupted", err)
 	}
 }
 
