@@ -2,10 +2,11 @@
 // a Triton model repository (config.pbtxt per model), KServe InferenceService and
 // InferenceGraph manifests and a Ray Serve config file, each from the target's documentation.
 //
-// The contract is Exporter: a system registers one per target in its registry entry
-// (internal/system.System.Exporters) and returns an in-memory file set; `plan export` looks
-// the plan's system up, validates the files against the targets' schemas (Validate) and
-// writes them atomically (Write). Every exporter records, on each exported unit, the plan
+// Targets are plug-ins (target.go): a system supplies its plan as a layout (Layout), and every
+// registered target that renders it becomes one of the system's Exporters, which it registers
+// in its registry entry (internal/system.System.Exporters); an exporter returns an in-memory
+// file set. `plan export` looks the plan's system up, validates the files against the
+// targets' schemas (Registry.Validate) and writes them atomically (Write). Every exporter records, on each exported unit, the plan
 // placement it came from (Placement) so that ReadBack recovers placements and batch sizes
 // from the files alone: the round-trip tests compare them with the plan's.
 package export
@@ -24,19 +25,9 @@ import (
 	"github.com/plan-dev/plan/profiler/onnx"
 )
 
-// Targets.
-const (
-	Triton = "triton"
-	KServe = "kserve"
-	Ray    = "ray"
-)
-
-// Targets lists every target `plan export --to` accepts.
-var Targets = []string{Triton, KServe, Ray}
-
 // Exporter writes one system's plans for one target.
 type Exporter struct {
-	// Target is Triton, KServe or Ray.
+	// Target is the target's name (Target.Name).
 	Target string
 	// Export builds the files; paths are relative, slash-separated.
 	Export func(p *formats.Plan, o Options) (Files, error)

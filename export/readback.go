@@ -2,7 +2,6 @@ package export
 
 import (
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 
@@ -27,14 +26,14 @@ func ReadBack(target string, files Files) ([]Placement, error) {
 			}
 			return err
 		},
-		KServe: func(data []byte) error {
+		KServe: func(_ string, data []byte) error {
 			pl, ok, err := readKServe(data)
 			if ok && err == nil {
 				out = append(out, pl)
 			}
 			return err
 		},
-		Ray: func(data []byte) error {
+		Ray: func(_ string, data []byte) error {
 			ps, err := readRay(data)
 			out = append(out, ps...)
 			return err
@@ -47,40 +46,26 @@ func ReadBack(target string, files Files) ([]Placement, error) {
 	return out, nil
 }
 
-// Readers are one system's readers of the files each target writes: Triton's model configs
-// (name is the config's path in the export), KServe's YAML manifests and Ray Serve's config.
-// A nil reader passes over its target's files.
-type Readers struct {
-	Triton func(name string, data []byte) error
-	KServe func(data []byte) error
-	Ray    func(data []byte) error
-}
+// Readers are one system's readers of the files each target writes, by target name: a
+// reader gets the file's path in the export and its contents (Triton's model configs,
+// KServe's YAML manifests, Ray Serve's config: the files the target Owns).
+type Readers map[string]func(name string, data []byte) error
 
 // ReadFiles is the walk every ReadBack shares: each file of an export, in name order and
-// deploy/ left out (the coordinator and autoscalers, read by ReadScale), goes to the reader
-// of target that takes it; the first error stops the walk, naming the file.
+// deploy/ left out (the coordinator and autoscalers, read by ReadScale), that the classic
+// target named target owns goes to its reader (none: the files are passed over); the first
+// error stops the walk, naming the file. An unknown target is an error.
 func ReadFiles(target string, files Files, r Readers) error {
+	t, ok := Classic.Lookup(target)
+	if !ok {
+		return fmt.Errorf("export target %q: not one of %s", target, strings.Join(Classic.Names(), ", "))
+	}
+	read := r[target]
 	for _, name := range files.Names() {
-		if IsDeploy(name) {
+		if IsDeploy(name) || !t.Owns(name) || read == nil {
 			continue
 		}
-		data := files[name]
-		var err error
-		switch {
-		case target == Triton && path.Base(name) == "config.pbtxt":
-			if r.Triton != nil {
-				err = r.Triton(name, data)
-			}
-		case target == KServe && strings.HasSuffix(name, ".yaml"):
-			if r.KServe != nil {
-				err = r.KServe(data)
-			}
-		case target == Ray && path.Base(name) == RayConfigFile:
-			if r.Ray != nil {
-				err = r.Ray(data)
-			}
-		}
-		if err != nil {
+		if err := read(name, files[name]); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
@@ -193,4 +178,9 @@ func KindOf(data []byte) (string, error) {
 		return "", err
 	}
 	return probe.Kind, nil
+}
+
+// DataReader adapts a reader of a file's contents alone to Readers.
+func DataReader(read func(data []byte) error) func(name string, data []byte) error {
+	return func(_ string, data []byte) error { return read(data) }
 }

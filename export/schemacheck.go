@@ -30,15 +30,21 @@ var schemas struct {
 }
 
 // compiledSchema is schema/name compiled once per process.
-func compiledSchema(name string) (*jsonschema.Schema, error) {
+func compiledSchema(name string) (*jsonschema.Schema, error) { return compiledSchemaOf(name, nil) }
+
+// compiledSchemaOf is the schema raw (nil: schema/name) compiled once per process; a
+// target's schemas (SchemaProvider) are named by the target.
+func compiledSchemaOf(name string, raw []byte) (*jsonschema.Schema, error) {
 	schemas.Lock()
 	defer schemas.Unlock()
 	if s := schemas.byName[name]; s != nil {
 		return s, nil
 	}
-	raw, err := schemaFS.ReadFile("schema/" + name)
-	if err != nil {
-		return nil, err
+	if raw == nil {
+		var err error
+		if raw, err = schemaFS.ReadFile("schema/" + name); err != nil {
+			return nil, err
+		}
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
@@ -61,8 +67,11 @@ func compiledSchema(name string) (*jsonschema.Schema, error) {
 }
 
 // validateAgainst checks a JSON document against schema/name.
-func validateAgainst(name string, js []byte) []string {
-	schema, err := compiledSchema(name)
+func validateAgainst(name string, js []byte) []string { return validateAgainstOf(name, nil, js) }
+
+// validateAgainstOf checks a JSON document against the schema raw (nil: schema/name).
+func validateAgainstOf(name string, raw, js []byte) []string {
+	schema, err := compiledSchemaOf(name, raw)
 	if err != nil {
 		return []string{err.Error()}
 	}

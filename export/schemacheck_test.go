@@ -9,7 +9,7 @@ import (
 // evaluated by the jsonschema library) is refused with one line per failure, each naming the
 // file, the field's path and, where there is one, the value and the rule.
 func TestSchemaErrors(t *testing.T) {
-	if errs := validateYAML("so.yaml", []byte(kedaDoc)); len(errs) != 0 {
+	if errs := Classic.validateYAML("so.yaml", []byte(kedaDoc)); len(errs) != 0 {
 		t.Fatalf("the valid document fails: %q", errs)
 	}
 	for _, tc := range []struct {
@@ -42,7 +42,7 @@ func TestSchemaErrors(t *testing.T) {
 			if doc == kedaDoc {
 				t.Fatalf("%q not in the document", tc.old)
 			}
-			got := validateYAML("so.yaml", []byte(doc))
+			got := Classic.validateYAML("so.yaml", []byte(doc))
 			if len(got) != len(tc.want) || !strings.Contains(strings.Join(got, "\n"), strings.Join(tc.want, "\n")) {
 				t.Fatalf("errors\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}

@@ -49,22 +49,9 @@ type Unit struct {
 // Build turns a plan into groups.
 type Build func(p *formats.Plan, o Options) ([]Group, error)
 
-// Exporters returns the exporters of every target for a system's builder: Renderers over
-// its groups and the options they were built with.
-func Exporters(build Build) []Exporter {
-	type built struct {
-		gs []Group
-		o  Options
-	}
-	return Renderers[built]{
-		Build: func(p *formats.Plan, o Options) (built, error) {
-			gs, err := build(p, o)
-			return built{gs, o}, err
-		},
-		Triton: func(b built) (Files, error) { return TritonFiles(b.gs, b.o) },
-		KServe: func(b built) (Files, error) { return KServeFiles(b.gs, b.o) },
-		Ray:    func(b built) (Files, error) { return RayFiles(b.gs, b.o) },
-	}.Exporters()
+// Exporters returns a system's exporter for every target of reg that renders Groups.
+func Exporters(reg *Registry, build Build) []Exporter {
+	return Layout[[]Group]{Build: build}.Exporters(reg)
 }
 
 // TritonFiles renders a model repository: <unit>/config.pbtxt (and <unit>/1/model.onnx when
@@ -349,50 +336,4 @@ func (f Files) Put(name string, b []byte, hint string) error {
 	}
 	f[name] = b
 	return nil
-}
-
-// Renderers are a system's own renderers, one per target, of the layout L its build prepares
-// (systems whose units do not fit Group: CascadeServe, QLM, DyOrc).
-type Renderers[L any] struct {
-	Build               func(p *formats.Plan, o Options) (L, error)
-	Triton, KServe, Ray func(L) (Files, error)
-}
-
-// Exporters returns an exporter per target that builds the layout once per export (with the
-// options' defaults filled in) and renders it.
-func (r Renderers[L]) Exporters() []Exporter {
-	render := map[string]func(L) (Files, error){Triton: r.Triton, KServe: r.KServe, Ray: r.Ray}
-	var out []Exporter
-	for _, t := range Targets {
-		rt := render[t]
-		out = append(out, Exporter{Target: t, Export: func(p *formats.Plan, o Options) (Files, error) {
-			o = o.Defaults().withPlan(p)
-			l, err := r.Build(p, o)
-			if err != nil {
-				return nil, err
-			}
-			f, err := rt(l)
-			if err != nil {
-				return nil, err
-			}
-			if f, err = withDeploy(t, f, p, o); err != nil {
-				return nil, err
-			}
-			return withReadme(t, f, o)
-		}})
-	}
-	return out
-}
-
-// withReadme adds a Ray export's README.md (RayReadme): what the application builder the
-// config imports must provide.
-func withReadme(target string, f Files, o Options) (Files, error) {
-	if target != Ray || f[RayConfigFile] == nil {
-		return f, nil
-	}
-	b, err := RayReadme(f[RayConfigFile], o.ImportPath)
-	if err != nil {
-		return nil, err
-	}
-	return f, put(f, ReadmeFile, b)
 }

@@ -40,7 +40,12 @@ func Validate(files Files) error { return ValidateFor(files, false) }
 
 // ValidateFor is Validate; deploy adds the rules of a repository about to be deployed (the
 // files the user supplies, such as a coordinator's model.py).
-func ValidateFor(files Files, deploy Deployable) error {
+func ValidateFor(files Files, deploy Deployable) error { return Classic.Validate(files, deploy) }
+
+// Validate is the package's Validate with the extension points of r's targets: the schemas
+// of the kinds they supply (SchemaProvider) and their run-time rules (RuleChecker), which
+// run after the shared ones.
+func (r *Registry) Validate(files Files, deploy Deployable) error {
 	var errs []string
 	for _, name := range files.Names() {
 		data := files[name]
@@ -61,7 +66,7 @@ func ValidateFor(files Files, deploy Deployable) error {
 				if len(ds) > 1 {
 					at = fmt.Sprintf("%s (document %d)", name, i+1)
 				}
-				for _, e := range validateYAML(name, d) {
+				for _, e := range r.validateYAML(name, d) {
 					errs = append(errs, fmt.Sprintf("%s: %s", at, e))
 				}
 			}
@@ -72,6 +77,11 @@ func ValidateFor(files Files, deploy Deployable) error {
 	}
 	if len(errs) == 0 {
 		errs = runtimeRules(files, deploy)
+		for _, t := range r.list {
+			if rc, ok := t.(RuleChecker); ok {
+				errs = append(errs, rc.Rules(files, deploy)...)
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("export: %d invalid file(s):\n%s", len(errs), strings.Join(errs, "\n"))
@@ -127,7 +137,7 @@ func SchemaFor(name string, doc map[string]any) (string, error) {
 	return "", fmt.Errorf("kind %s: not a manifest plan exports", echo(doc["kind"]))
 }
 
-func validateYAML(name string, data []byte) []string {
+func (r *Registry) validateYAML(name string, data []byte) []string {
 	// Strict: a key given twice is an error, not the last one winning (as everywhere else
 	// plan reads a file).
 	js, err := yaml.YAMLToJSONStrict(data)
@@ -140,6 +150,13 @@ func validateYAML(name string, data []byte) []string {
 	}
 	sf, err := SchemaFor(name, doc)
 	if err != nil {
+		for _, t := range r.list {
+			if sp, ok := t.(SchemaProvider); ok {
+				if s, ok := sp.SchemaFor(name, doc); ok {
+					return validateAgainstOf(t.Name()+"/"+s.Name, s.JSON, js)
+				}
+			}
+		}
 		return []string{err.Error()}
 	}
 	return validateAgainst(sf, js)

@@ -34,6 +34,7 @@ import (
 
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/export/targets"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
@@ -73,7 +74,8 @@ type Table struct {
 
 // Exporters returns CascadeServe's exporters for every target.
 func Exporters() []export.Exporter {
-	return export.Renderers[*layout]{Build: build, Triton: tritonFiles, KServe: kserveFiles, Ray: rayFiles}.Exporters()
+	return export.Layout[*layout]{Build: build, Own: map[string]func(*layout) (export.Files, error){
+		export.Triton: tritonFiles, export.KServe: kserveFiles, export.Ray: rayFiles}}.Exporters(targets.Registry())
 }
 
 // layout is a gear plan prepared for rendering.

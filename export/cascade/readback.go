@@ -25,7 +25,7 @@ const maxReplicas = 1 << 16
 // GPU type.
 func ReadBack(target string, files export.Files) (*cascadesec.CascadePlan, string, error) {
 	rb := &reader{reps: map[int]cascadesec.Replica{}}
-	if err := export.ReadFiles(target, files, export.Readers{Triton: func(_ string, data []byte) error { return rb.triton(data) }, KServe: rb.kserve, Ray: rb.ray}); err != nil {
+	if err := export.ReadFiles(target, files, export.Readers{export.Triton: func(_ string, data []byte) error { return rb.triton(data) }, export.KServe: export.DataReader(rb.kserve), export.Ray: export.DataReader(rb.ray)}); err != nil {
 		return nil, "", err
 	}
 	return rb.plan()

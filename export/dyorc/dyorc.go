@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/export/targets"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 )
@@ -77,7 +78,8 @@ type Record struct {
 
 // Exporters returns DyOrc's exporters for every target.
 func Exporters() []export.Exporter {
-	return export.Renderers[*layout]{Build: build, Triton: tritonFiles, KServe: kserveFiles, Ray: rayFiles}.Exporters()
+	return export.Layout[*layout]{Build: build, Own: map[string]func(*layout) (export.Files, error){
+		export.Triton: tritonFiles, export.KServe: kserveFiles, export.Ray: rayFiles}}.Exporters(targets.Registry())
 }
 
 // layout is a DyOrc plan prepared for rendering.

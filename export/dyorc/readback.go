@@ -34,7 +34,7 @@ type Exported struct {
 // error.
 func ReadBack(target string, files export.Files) (*Exported, error) {
 	rb := &reader{deps: map[int]dep{}, apps: map[string]dyorcsec.App{}}
-	if err := export.ReadFiles(target, files, export.Readers{Triton: func(_ string, data []byte) error { return rb.triton(data) }, KServe: rb.kserve, Ray: rb.ray}); err != nil {
+	if err := export.ReadFiles(target, files, export.Readers{export.Triton: func(_ string, data []byte) error { return rb.triton(data) }, export.KServe: export.DataReader(rb.kserve), export.Ray: export.DataReader(rb.ray)}); err != nil {
 		return nil, err
 	}
 	return rb.result()

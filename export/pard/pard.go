@@ -15,12 +15,13 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/export/targets"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
 )
 
 // Exporters returns PARD's exporters for every target.
-func Exporters() []export.Exporter { return export.Exporters(Build) }
+func Exporters() []export.Exporter { return export.Exporters(targets.Registry(), Build) }
 
 // Key names module of app in placements.
 func Key(app, module string) string { return app + "/" + module }

@@ -27,12 +27,13 @@ import (
 	"math"
 
 	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/export/targets"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // Exporters returns PPipe's exporters for every target.
-func Exporters() []export.Exporter { return export.Exporters(Build) }
+func Exporters() []export.Exporter { return export.Exporters(targets.Registry(), Build) }
 
 // Key names pipeline pi's stage d of model in placements.
 func Key(model string, pi, d int) string { return export.PipelineKey(model, pi, d) }

@@ -66,6 +66,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/llm"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/export/targets"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
@@ -172,7 +173,8 @@ type Engine struct {
 
 // Exporters returns QLM's exporters for every target.
 func Exporters() []export.Exporter {
-	return export.Renderers[*layout]{Build: build, Triton: tritonFiles, KServe: kserveFiles, Ray: rayFiles}.Exporters()
+	return export.Layout[*layout]{Build: build, Own: map[string]func(*layout) (export.Files, error){
+		export.Triton: tritonFiles, export.KServe: kserveFiles, export.Ray: rayFiles}}.Exporters(targets.Registry())
 }
 
 // layout is a QLM plan prepared for rendering.

@@ -43,7 +43,7 @@ type Exported struct {
 // the record are an error.
 func ReadBack(target string, files export.Files) (*Exported, error) {
 	rb := &reader{insts: map[int]inst{}}
-	if err := export.ReadFiles(target, files, export.Readers{Triton: func(name string, data []byte) error { return rb.triton(name, data, files) }, KServe: rb.kserve, Ray: rb.ray}); err != nil {
+	if err := export.ReadFiles(target, files, export.Readers{export.Triton: func(name string, data []byte) error { return rb.triton(name, data, files) }, export.KServe: export.DataReader(rb.kserve), export.Ray: export.DataReader(rb.ray)}); err != nil {
 		return nil, err
 	}
 	return rb.result()

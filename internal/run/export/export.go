@@ -1,5 +1,6 @@
 // Package export is `plan export`'s work: it writes a plan as the files of a serving system
-// (Triton, KServe, Ray Serve) through the exporter the plan's system registers for the target,
+// (a target of export/targets' registry: Triton, KServe, Ray Serve, ...) through the exporter
+// the plan's system registers for the target,
 // or, with --check, validates an existing export directory against the same schemas and
 // run-time rules.
 package export
@@ -11,10 +12,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	exporter "github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/export/targets"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/system"
@@ -26,7 +27,7 @@ import (
 type Args struct {
 	// Path is the plan file, or with Check the export directory.
 	Path string
-	// To is the target: triton, kserve or ray (--to; required unless Check).
+	// To is the target, a name of export/targets' registry (--to; required unless Check).
 	To string
 	// Out is the output directory (-o; required unless Check).
 	Out string
@@ -89,8 +90,9 @@ func exporterFor(sys system.System, target string) (*exporter.Exporter, error) {
 
 func runExport(a Args, io *run.IO) error {
 	path := a.Path
-	if !slices.Contains(exporter.Targets, a.To) {
-		return run.UsageErrorf("--to: %q: must be one of %s", a.To, strings.Join(exporter.Targets, ", "))
+	reg := targets.Registry()
+	if _, ok := reg.Lookup(a.To); !ok {
+		return run.UsageErrorf("--to: %q: must be one of %s", a.To, strings.Join(reg.Names(), ", "))
 	}
 	// The output directory is checked before any work, as every output is.
 	if err := exporter.CheckDir(a.Out, a.Force); err != nil {
@@ -142,7 +144,7 @@ func runExport(a Args, io *run.IO) error {
 	if err != nil {
 		return run.UsageErrorf("%s: export to %s: %v", path, a.To, err)
 	}
-	if err := exporter.Validate(files); err != nil {
+	if err := reg.Validate(files, false); err != nil {
 		return err // a bug of the exporter, not of the input: exit 1
 	}
 	if err := exporter.Write(a.Out, files, a.Force); err != nil {
@@ -160,6 +162,16 @@ func runExport(a Args, io *run.IO) error {
 		fmt.Fprintf(io.Out, "exported %s (%s) to %s: %d file(s) in %s\n", path, sys.Name, a.To, len(files), a.Out)
 	}
 	return nil
+}
+
+// ownsAny reports whether a file of the set, deploy/ left out, is one of t's.
+func ownsAny(t exporter.Target, files exporter.Files) bool {
+	for name := range files {
+		if !exporter.IsDeploy(name) && t.Owns(name) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxCheckFile bounds what --check reads of one file: configs and manifests are small; model
@@ -224,11 +236,29 @@ func runCheck(a Args, io *run.IO) error {
 	if len(files) == 0 {
 		return run.UsageErrorf("--check %s: no files", dir)
 	}
-	if err := exporter.ValidateFor(files, true); err != nil {
+	reg := targets.Registry()
+	if err := reg.Validate(files, true); err != nil {
 		return run.UsageErrorf("%s: %v", dir, err)
+	}
+	// Targets whose files alone say what was exported read them back: an export that
+	// validates but does not read back into a plan is refused too.
+	var read []string
+	for _, t := range reg.Targets() {
+		rb, ok := t.(exporter.ReadBacker)
+		if !ok || !ownsAny(t, files) {
+			continue
+		}
+		s, err := rb.ReadBackSummary(files)
+		if err != nil {
+			return run.UsageErrorf("%s: read back as %s: %v", dir, t.Name(), err)
+		}
+		read = append(read, s)
 	}
 	if !io.Quiet {
 		fmt.Fprintf(io.Out, "ok: %s: %d file(s) pass the schemas and the run-time rules\n", dir, len(files))
+		for _, s := range read {
+			fmt.Fprintf(io.Out, "read back: %s\n", s)
+		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/export/targets"
 	runexport "github.com/plan-dev/plan/internal/run/export"
 )
 
@@ -89,7 +90,7 @@ plus the files a deployment needs; exit 2 names each file, field and value that 
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.to, "to", "", "target: "+strings.Join(export.Targets, ", "))
+	f.StringVar(&o.to, "to", "", "target: "+strings.Join(targets.Registry().Names(), ", "))
 	f.StringVarP(&o.out, "out", "o", "", "output directory")
 	f.BoolVar(&o.force, "force", false, "replace an existing non-empty output directory")
 	f.StringVar(&o.model, "model", "", "ONNX model the plan serves: write each partition beside its config")
