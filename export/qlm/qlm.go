@@ -67,6 +67,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/targets"
+	"github.com/plan-dev/plan/export/vllm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
@@ -130,51 +131,14 @@ type Record struct {
 	Roles map[string]string `json:"roles,omitempty"`
 }
 
-// Engine is a vLLM engine's arguments (AsyncEngineArgs field names): Triton's model.json,
-// KServe's container args, Ray's user_config.engine.
-type Engine struct {
-	Model              string `json:"model"`
-	TensorParallelSize int    `json:"tensor_parallel_size"`
-	// GPUMemoryUtilization is the share of each GPU vLLM takes: weights, the profiled KV
-	// capacity and 2 GB per GPU of activations and CUDA graphs (the profiler's KV-capacity
-	// formula solved for it), rounded up to 0.001. 0 (omitted: vLLM's default) when the
-	// cluster does not give the GPU's memory.
-	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
-	MaxNumSeqs           int     `json:"max_num_seqs"`
-	MaxModelLen          int     `json:"max_model_len"`
-	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens"`
-	BlockSize            int     `json:"block_size"`
-	// SwapSpace is the CPU memory for swapped KV caches, GiB per GPU (0: the profile gives
-	// none or says evict, so preemption recomputes).
-	SwapSpace float64 `json:"swap_space,omitempty"`
-	// EnableChunkedPrefill is written only when the profile turns chunked prefill off
-	// (vLLM V1's default is on, as the simulator's); MaxNumPartialPrefills when set.
-	EnableChunkedPrefill  *bool `json:"enable_chunked_prefill,omitempty"`
-	MaxNumPartialPrefills int   `json:"max_num_partial_prefills,omitempty"`
-	// SchedulingPolicy is written when the profile sets it (vLLM's default: fcfs).
-	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
-	// KVCacheDtype is written when the profile sets it (vLLM's default: auto).
-	KVCacheDtype string `json:"kv_cache_dtype,omitempty"`
-	// Quantization (online FP8 of a BF16 checkpoint) and EnableExpertParallel are written
-	// when the profile's engine sets them.
-	Quantization         string `json:"quantization,omitempty"`
-	EnableExpertParallel bool   `json:"enable_expert_parallel,omitempty"`
-	// EnablePrefixCaching is written when the profile states it, and false on a decode
-	// instance, whose sequences arrive with their prompts computed (the simulator turns it
-	// off there); unset, vLLM V1's default holds: on, as in the simulator.
-	EnablePrefixCaching *bool `json:"enable_prefix_caching,omitempty"`
-	// SpeculativeConfig is vLLM's speculative_config when the profile turns speculative
-	// decoding on (not on a prefill instance: it computes each request's first token only).
-	SpeculativeConfig *SpeculativeConfig `json:"speculative_config,omitempty"`
-	// KVTransferConfig is vLLM's kv_transfer_config of a disaggregated instance: its role
-	// as KV producer (prefill) or consumer (decode).
-	KVTransferConfig *KVTransferConfig `json:"kv_transfer_config,omitempty"`
-}
+// Engine is a vLLM engine's arguments (vllm.Engine).
+type Engine = vllm.Engine
 
 // Exporters returns QLM's exporters for every target.
 func Exporters() []export.Exporter {
 	return export.Layout[*layout]{Build: build, Own: map[string]func(*layout) (export.Files, error){
-		export.Triton: tritonFiles, export.KServe: kserveFiles, export.Ray: rayFiles}}.Exporters(targets.Registry())
+		export.Triton: tritonFiles, export.KServe: kserveFiles, export.Ray: rayFiles},
+		Views: []export.View[*layout]{export.ViewAs(fleet)}}.Exporters(targets.Registry())
 }
 
 // layout is a QLM plan prepared for rendering.
@@ -199,6 +163,8 @@ type instance struct {
 	engine Engine
 	// served are the OpenAI model names the instance answers requests by (servedNames).
 	served []string
+	// kvTokens is the KV capacity of its profile.
+	kvTokens int64
 }
 
 // params are an instance's recorded parameters.
@@ -299,7 +265,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 			}
 		}
 		it := instance{index: i, in: in, unit: export.DNSLabel(o.Name + "-" + in.Name), gpus: gpus, engine: eng,
-			served: servedNames(in, q.Groups, l.rec.Classes)}
+			served: servedNames(in, q.Groups, l.rec.Classes), kvTokens: prof.KVCapacityTokens}
 		if other, dup := units[it.unit]; dup {
 			return nil, fmt.Errorf("%s.name: %q: exported as %s, as is %s (rename the instance, or pass --name)", f, in.Name, it.unit, other)
 		}

@@ -2,7 +2,6 @@ package qlm
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/export/vllm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
@@ -196,63 +196,12 @@ func (rb *reader) triton(name string, data []byte, files export.Files) error {
 	return rb.instance(params, c.Name, len(gpus), "", eng)
 }
 
-// engineFromArgs parses the huggingface runtime's arguments back into the engine.
+// engineFromArgs parses the huggingface runtime's arguments back into the engine: the
+// runtime's own (model name, backend) besides the engine's flags (vllm.ParseArgs).
 func engineFromArgs(args []string) (Engine, error) {
-	m := map[string]json.RawMessage{}
-	for _, a := range args {
-		switch a {
-		case "--no-enable-chunked-prefill":
-			m["enable_chunked_prefill"] = json.RawMessage("false")
-			continue
-		case "--enable-prefix-caching":
-			m["enable_prefix_caching"] = json.RawMessage("true")
-			continue
-		case "--no-enable-prefix-caching":
-			m["enable_prefix_caching"] = json.RawMessage("false")
-			continue
-		case "--enable-expert-parallel":
-			m["enable_expert_parallel"] = json.RawMessage("true")
-			continue
-		}
-		k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		if !ok || !strings.HasPrefix(a, "--") {
-			return Engine{}, fmt.Errorf("argument %q: not --name=value", a)
-		}
-		switch k {
-		case "model_name", "served-model-name", "backend":
-			continue
-		case "model_id":
-			m["model"] = json.RawMessage(strconv.Quote(v))
-			continue
-		case "scheduling-policy", "kv-cache-dtype", "quantization":
-			m[strings.ReplaceAll(k, "-", "_")] = json.RawMessage(strconv.Quote(v))
-			continue
-		case "speculative-config", "kv-transfer-config":
-			// vLLM's config flags: a JSON object (the engine's strict decoding checks its keys).
-			if !json.Valid([]byte(v)) || !strings.HasPrefix(strings.TrimSpace(v), "{") {
-				return Engine{}, fmt.Errorf("argument %q: not a JSON object", a)
-			}
-			k = strings.ReplaceAll(k, "-", "_")
-			if _, dup := m[k]; dup {
-				return Engine{}, fmt.Errorf("argument %q: given twice", a)
-			}
-			m[k] = json.RawMessage(v)
-			continue
-		}
-		if _, err := strconv.ParseFloat(v, 64); err != nil {
-			return Engine{}, fmt.Errorf("argument %q: not a number", a)
-		}
-		k = strings.ReplaceAll(k, "-", "_")
-		if _, dup := m[k]; dup {
-			return Engine{}, fmt.Errorf("argument %q: given twice", a)
-		}
-		m[k] = json.RawMessage(v)
-	}
-	var e Engine
-	if err := formats.StrictUnmarshal([]byte(export.MustJSON(m)), &e); err != nil {
-		return Engine{}, fmt.Errorf("args: %w", err)
-	}
-	return e, nil
+	return vllm.ParseArgs(args, func(k, _ string) bool {
+		return k == "model_name" || k == "served-model-name" || k == "backend"
+	})
 }
 
 func (rb *reader) kserve(data []byte) error {

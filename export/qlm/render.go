@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/export/vllm"
 )
 
 // pbParams renders string parameters in key order.
@@ -102,48 +103,8 @@ func tritonFiles(l *layout) (export.Files, error) {
 func (in instance) args() []string {
 	e := in.engine
 	name := in.servedName()
-	a := []string{"--model_name=" + name, "--model_id=" + e.Model, "--served-model-name=" + name, "--backend=vllm",
-		"--tensor-parallel-size=" + strconv.Itoa(e.TensorParallelSize)}
-	if e.GPUMemoryUtilization != 0 {
-		a = append(a, "--gpu-memory-utilization="+strconv.FormatFloat(e.GPUMemoryUtilization, 'g', -1, 64))
-	}
-	a = append(a, "--max-num-seqs="+strconv.Itoa(e.MaxNumSeqs), "--max-model-len="+strconv.Itoa(e.MaxModelLen),
-		"--max-num-batched-tokens="+strconv.Itoa(e.MaxNumBatchedTokens), "--block-size="+strconv.Itoa(e.BlockSize))
-	if e.SwapSpace != 0 {
-		a = append(a, "--swap-space="+strconv.FormatFloat(e.SwapSpace, 'g', -1, 64))
-	}
-	if e.EnableChunkedPrefill != nil && !*e.EnableChunkedPrefill {
-		a = append(a, "--no-enable-chunked-prefill")
-	}
-	if e.MaxNumPartialPrefills != 0 {
-		a = append(a, "--max-num-partial-prefills="+strconv.Itoa(e.MaxNumPartialPrefills))
-	}
-	if e.SchedulingPolicy != "" {
-		a = append(a, "--scheduling-policy="+e.SchedulingPolicy)
-	}
-	if e.KVCacheDtype != "" {
-		a = append(a, "--kv-cache-dtype="+e.KVCacheDtype)
-	}
-	if e.Quantization != "" {
-		a = append(a, "--quantization="+e.Quantization)
-	}
-	if e.EnableExpertParallel {
-		a = append(a, "--enable-expert-parallel")
-	}
-	if c := e.EnablePrefixCaching; c != nil && *c {
-		a = append(a, "--enable-prefix-caching")
-	} else if c != nil {
-		a = append(a, "--no-enable-prefix-caching")
-	}
-	// vLLM's config flags take their dataclass as JSON (--speculative-config,
-	// --kv-transfer-config).
-	if e.SpeculativeConfig != nil {
-		a = append(a, "--speculative-config="+export.MustJSON(e.SpeculativeConfig))
-	}
-	if e.KVTransferConfig != nil {
-		a = append(a, "--kv-transfer-config="+export.MustJSON(e.KVTransferConfig))
-	}
-	return a
+	a := []string{"--model_name=" + name, "--model_id=" + e.Model, "--served-model-name=" + name, "--backend=vllm"}
+	return append(a, vllm.Args(e)...)
 }
 
 func annotation(key string) string { return "plan.dev/" + key }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/export/vllm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 )
@@ -38,35 +39,16 @@ const KVConnector = "NixlConnector"
 // kvRoles are vLLM's kv_role of each plan role.
 var kvRoles = map[string]string{llmspec.RolePrefill: "kv_producer", llmspec.RoleDecode: "kv_consumer"}
 
-// SpeculativeConfig is vLLM's speculative_config (--speculative-config JSON;
-// vllm.config.speculative.SpeculativeConfig: method among "ngram", "draft_model", …, the
-// draft model, num_speculative_tokens k; docs.vllm.ai/en/latest/features/
-// speculative_decoding/).
-type SpeculativeConfig struct {
-	Method               string `json:"method"`
-	Model                string `json:"model,omitempty"`
-	NumSpeculativeTokens int    `json:"num_speculative_tokens"`
-}
-
-// KVTransferConfig is vLLM's kv_transfer_config (--kv-transfer-config JSON).
-type KVTransferConfig struct {
-	KVConnector string `json:"kv_connector"`
-	KVRole      string `json:"kv_role"`
-	// Extra is the OffloadingConnector's settings on an aggregated instance with a CPU KV
-	// tier (kv_offload_bytes).
-	Extra *OffloadConfig `json:"kv_connector_extra_config,omitempty"`
-}
+// SpeculativeConfig, KVTransferConfig and OffloadConfig are vLLM's (export/vllm).
+type (
+	SpeculativeConfig = vllm.SpeculativeConfig
+	KVTransferConfig  = vllm.KVTransferConfig
+	OffloadConfig     = vllm.OffloadConfig
+)
 
 // OffloadConnector is vLLM's connector for a CPU KV tier behind the prefix cache
 // (CPUOffloadingSpec: completed blocks copied to pinned host memory, loaded back on a hit).
 const OffloadConnector = "OffloadingConnector"
-
-// OffloadConfig is OffloadingConnector's kv_connector_extra_config: the offload block size
-// in tokens and the host bytes it takes.
-type OffloadConfig struct {
-	BlockSize     int   `json:"block_size"`
-	CPUBytesToUse int64 `json:"cpu_bytes_to_use"`
-}
 
 // engineFlags sets the engine flags of speculative decoding and of an instance's role
 // (f names the instance in errors, pf its profile): speculative decoding where the profile
