@@ -29,6 +29,9 @@ func checkCalibrateFlags(a Args) error {
 		if a.Profile != "" || a.ProfileModel != "" {
 			return run.UsageErrorf("--profile and --model: only with --calibrate RESULT.json (the LLM profile to calibrate)")
 		}
+		if a.Strict {
+			return run.UsageErrorf("--strict: only with --calibrate RESULT.json (it refuses a fit with warnings)")
+		}
 		return nil
 	}
 	for _, c := range []struct {
@@ -233,6 +236,7 @@ func Simulator(reg *systems.Registry, name string) calibrate.Simulator {
 			}
 			out[order[*rec.TraceRow]] = calibrate.Timing{
 				TTFT: float64(*rec.FirstTokenUs-rec.ArrivalUs) / 1e6, E2E: float64(rec.DoneUs-rec.ArrivalUs) / 1e6, Done: true,
+				Preemptions: int(rec.Preemptions),
 			}
 		}
 		return out, nil
@@ -248,8 +252,10 @@ type calibrationReport struct {
 	Failed      int                    `json:"failed_requests"`
 	Arrivals    string                 `json:"arrivals"`
 	Replays     int                    `json:"replays"`
+	Searched    int                    `json:"searched_requests"`
 	AtBound     []string               `json:"at_bound,omitempty"`
 	Unfinished  int                    `json:"unfinished_requests,omitempty"`
+	Warnings    []calibrate.Warning    `json:"warnings"`
 	Calibration formats.LLMCalibration `json:"calibration"`
 }
 
@@ -309,7 +315,20 @@ func runCalibrate(ctx context.Context, a Args, io *run.IO) error {
 	task.Finish(fmt.Sprintf("%d replays", res.Replays))
 	doc.LLMs[li] = res.Profile
 	rep := calibrationReport{File: a.Out, Model: prof.Model, GPU: prof.GPU, GPUCount: prof.GPUCount, Failed: bench.Failed,
-		Arrivals: bench.Arrivals, Replays: res.Replays, AtBound: res.AtBound, Unfinished: res.Unfinished, Calibration: *res.Profile.Calibration}
+		Arrivals: bench.Arrivals, Replays: res.Replays, Searched: res.Searched, AtBound: res.AtBound, Unfinished: res.Unfinished,
+		Warnings: res.Warnings, Calibration: *res.Profile.Calibration}
+	if rep.Warnings == nil {
+		rep.Warnings = []calibrate.Warning{}
+	}
+	if a.Strict && len(res.Warnings) > 0 {
+		// Nothing is written: the fit is refused, with the report on stderr.
+		writeCalibration(io.Err, rep)
+		names := make([]string, len(res.Warnings))
+		for i, w := range res.Warnings {
+			names[i] = w.Name
+		}
+		return run.UsageErrorf("--calibrate %s: --strict: the fit has %d warning(s) (%s): nothing written", a.Calibrate, len(names), strings.Join(names, ", "))
+	}
 	if a.Out == "-" {
 		if errs := doc.ValidateFor(use); len(errs) > 0 {
 			return run.CheckFailed(fmt.Errorf("calibrated profile does not validate (a bug): %w", errs))
@@ -349,15 +368,12 @@ func writeCalibration(w io.Writer, r calibrationReport) {
 	}
 	fmt.Fprintf(w, "\narrivals: %s\n", r.Arrivals)
 	fmt.Fprintf(w, "factors: prefill ×%s, decode ×%s, step overhead %s µs (%d replays)\n",
-		strconv.FormatFloat(c.PrefillScale, 'f', 3, 64), strconv.FormatFloat(c.DecodeScale, 'f', 3, 64), strconv.FormatFloat(c.StepOverheadUs, 'f', 1, 64), r.Replays)
-	for _, b := range r.AtBound {
-		fmt.Fprintf(w, "warning: %s is at the end of its range: the profile is far from the run (its GPU, tensor-parallel degree or engine settings?)\n", b)
+		strconv.FormatFloat(c.PrefillScale, 'f', 3, 64), strconv.FormatFloat(c.DecodeScale, 'f', 3, 64), oneDecimal(c.StepOverheadUs), r.Replays)
+	if r.Searched < c.Requests {
+		fmt.Fprintf(w, "search: each replay ran the run's first %d requests; the errors are the whole run's\n", r.Searched)
 	}
-	if r.Unfinished > 0 {
-		fmt.Fprintf(w, "warning: the calibrated engine did not finish %d of the run's requests (refused or preempted for good: its KV capacity or engine settings are not the server's?)\n", r.Unfinished)
-	}
-	if h := c.HeldOut; h.After.TTFTPct > h.Before.TTFTPct && h.After.ITLPct > h.Before.ITLPct && h.After.E2EPct > h.Before.E2EPct {
-		fmt.Fprintf(w, "warning: every held-out error rose: the correction does not carry over to the requests it was not fitted on (regenerated arrivals, or too few requests?)\n")
+	for _, x := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s: %s\n", x.Name, x.Text)
 	}
 	pct := func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) + "%" }
 	row := func(name string, n int, e formats.LLMCalibrationErrors) []string {
@@ -365,4 +381,13 @@ func writeCalibration(w io.Writer, r calibrationReport) {
 	}
 	run.WriteTable(w, []string{"median |error|", "ttft before", "after", "itl before", "after", "e2e before", "after"},
 		[][]string{row("fit", c.FitRequests, c.Fit), row("held out", c.Requests-c.FitRequests, c.HeldOut)})
+}
+
+// oneDecimal is v to one decimal, never "-0.0".
+func oneDecimal(v float64) string {
+	out := strconv.FormatFloat(v, 'f', 1, 64)
+	if out == "-0.0" {
+		return "0.0"
+	}
+	return out
 }

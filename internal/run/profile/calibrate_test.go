@@ -3,6 +3,8 @@ package profile
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,5 +142,49 @@ func TestCalibrateObservesCancel(t *testing.T) {
 	_, err = SimulatorContext(ctx, nil, "run.json")(formats.LLMProfile{}, nil)
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted after 0 replays") {
 		t.Fatalf("err %v, want an interruption before the first replay", err)
+	}
+}
+
+// vllmFixture is calibrate's vLLM result: five successful requests (two fitted, three held
+// out), one failed, no start_times.
+var vllmFixture = filepath.Join("..", "..", "..", "profiler", "llm", "calibrate", "testdata", "vllm-detailed.json")
+
+// TestCalibrateWarnsAndStrict: a fit on five requests whose held-out ITL error rises is
+// written with named warnings; with --strict it is an exit-2 error naming them and nothing is
+// written; --strict without --calibrate is refused by name.
+func TestCalibrateWarnsAndStrict(t *testing.T) {
+	dir := t.TempDir()
+	for _, strict := range []bool{false, true} {
+		out := filepath.Join(dir, fmt.Sprintf("cal-%v.json", strict))
+		io, stdout, errb := calibrateIO()
+		err := Run(context.Background(), Args{Calibrate: vllmFixture, LLM: "llama-3.1-8b", GPUs: []string{"H100"}, TP: "1", TPSet: true, Seed: 1, Out: out, Strict: strict}, io)
+		report := stdout.String() + errb.String()
+		for _, w := range []string{"warning: few-requests: 5 successful requests", "at least 64", "warning: held-out-worse: the held-out requests' median ITL error rose"} {
+			if !strings.Contains(report, w) {
+				t.Errorf("strict %v: report does not say %q:\n%s", strict, w, report)
+			}
+		}
+		_, statErr := os.Stat(out)
+		var ee *run.ExitError
+		switch {
+		case !strict && (err != nil || statErr != nil):
+			t.Errorf("not strict: err %v, file %v", err, statErr)
+		case strict && (!errors.As(err, &ee) || ee.Code != run.ExitUsage || !strings.Contains(err.Error(), "--strict: the fit has 2 warning(s) (few-requests, held-out-worse)")):
+			t.Errorf("strict: err %v, want exit 2 naming the warnings", err)
+		case strict && statErr == nil:
+			t.Errorf("strict: %s written", out)
+		}
+	}
+	io, _, _ := calibrateIO()
+	if err := Run(context.Background(), Args{LLM: "llama-3.1-8b", Strict: true, Out: filepath.Join(dir, "x.json")}, io); err == nil || !strings.Contains(err.Error(), "--strict: only with --calibrate") {
+		t.Errorf("--strict alone: %v", err)
+	}
+}
+
+func TestOneDecimal(t *testing.T) {
+	for v, want := range map[float64]string{math.Copysign(0, -1): "0.0", -0.04: "0.0", -857.25: "-857.2", 12.34: "12.3"} {
+		if got := oneDecimal(v); got != want {
+			t.Errorf("oneDecimal(%g) = %q, want %q", v, got, want)
+		}
 	}
 }

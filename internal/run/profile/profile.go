@@ -105,6 +105,10 @@ type Args struct {
 	// bench serve --save-result --save-detailed`'s JSON, or plan load's); the profile is
 	// Profile's entry ProfileModel, or the estimate of LLM on GPUs at TP (calibrate.go).
 	Calibrate string
+	// Strict makes any warning of the fit (calibrate.Warning: too few requests, a factor
+	// near a bound, a negative overhead, a held-out error that rose, a KV mismatch) an exit-2
+	// error with nothing written (--strict).
+	Strict bool
 	// Profile is the LLM profile file to calibrate (--profile) and ProfileModel its entry
 	// (--model: MODEL, MODEL@GPU or MODEL@NxGPU; "" = its only one).
 	Profile, ProfileModel string

@@ -83,6 +83,8 @@ func round(v float64) float64 { return math.Round(v*1000) / 1000 }
 type Timing struct {
 	TTFT, E2E float64
 	Done      bool
+	// Preemptions is how often the engine preempted the request (its KV taken back).
+	Preemptions int
 }
 
 // Simulator replays reqs (their arrivals, prompt and output tokens) once through one engine
@@ -122,10 +124,59 @@ type Result struct {
 	AtBound []string
 	// Unfinished is how many requests the calibrated replay did not finish.
 	Unfinished int
+	// Searched is how many of the run's requests the search replayed (the first ones: at
+	// most MaxSearchRequests); the errors are the whole run's.
+	Searched int
+	// Warnings say why the fit may not be trusted, each by name (Warning's names).
+	Warnings []Warning
 }
+
+// Warning is one reason not to trust a fit: Name is stable (for scripts and --strict), Text
+// says what was seen.
+type Warning struct {
+	Name string `json:"name"`
+	Text string `json:"text"`
+}
+
+// Names of the warnings a fit gives.
+const (
+	// WarnFewRequests: fewer successful requests than MinTrustedRequests.
+	WarnFewRequests = "few-requests"
+	// WarnNearBound: a factor within 10% of an end of its range.
+	WarnNearBound = "near-bound"
+	// WarnNegativeOverhead: the per-step overhead fitted below 0.
+	WarnNegativeOverhead = "negative-overhead"
+	// WarnHeldOutWorse: a held-out error higher after the correction than before.
+	WarnHeldOutWorse = "held-out-worse"
+	// WarnKVMismatch: the replay preempts requests whose measured streams never stall, or
+	// the reverse: the profile's KV capacity is not the server's.
+	WarnKVMismatch = "kv-mismatch"
+	// WarnUnfinished: the calibrated replay did not finish every request.
+	WarnUnfinished = "unfinished"
+)
 
 // minFit is the fewest successful requests Fit takes: one fitted, one held out.
 const minFit = 2
+
+// MinTrustedRequests is the fewest successful requests of a fit that can be trusted: half of
+// them fitted makes 4 groups of minGroup prompt lengths (the TTFT objective's slope over
+// prompt length is what tells the prefill scale from the per-step overhead) and the other
+// half a held-out check of as many.
+const MinTrustedRequests = 8 * minGroup
+
+// MaxSearchRequests bounds the requests each of the search's replays runs (the first ones of
+// the run, by send order: a replay's requests are not changed by the ones sent after them,
+// unless they preempt): a replay costs time in proportion to its requests and the search
+// runs a few hundred. The before and after errors are the whole run's replays.
+const MaxSearchRequests = 1500
+
+// nearBound is how close, relative to the end, a factor must come to its range's end for
+// WarnNearBound.
+const nearBound = 0.10
+
+// heldOutSlack is how many percentage points a held-out error may rise by (replays of
+// slightly different factors batch requests differently) before WarnHeldOutWorse.
+const heldOutSlack = 0.5
 
 // Fit corrects p's iteration curves to the measured run b: it replays all of b's requests
 // (sim) for each candidate Factors — the later ones load the engine while the earlier ones
@@ -137,7 +188,8 @@ const minFit = 2
 // deterministic (search.go): the scales in [MinCalibrationScale, MaxCalibrationScale],
 // searched in log space, the overhead in [−half the smallest scaled point,
 // MaxCalibrationOverheadUs]. A profile calibrated before is corrected again on top of its
-// curves.
+// curves. The search replays at most the run's first MaxSearchRequests requests; the errors
+// before and after are the whole run's. Result.Warnings name what makes the fit doubtful.
 func Fit(p formats.LLMProfile, b *Bench, sim Simulator, opt Options) (*Result, error) {
 	if len(b.Requests) < minFit {
 		return nil, fmt.Errorf("%s: %d successful request(s): calibration needs at least %d (half fitted, half held out)", b.Name, len(b.Requests), minFit)
@@ -146,10 +198,28 @@ func Fit(p formats.LLMProfile, b *Bench, sim Simulator, opt Options) (*Result, e
 		return nil, err
 	}
 	nFit := len(b.Requests) / 2
-	s := &search{p: p, b: b, sim: sim, nFit: nFit, cache: map[Factors]*evaluation{}, progress: opt.Progress}
+	searched := b.Requests
+	if nFit > MaxSearchRequests {
+		searched = b.Requests[:MaxSearchRequests]
+	}
+	s := &search{p: p, reqs: searched, sim: sim, nFit: min(nFit, len(searched)), cache: map[Factors]*evaluation{}, progress: opt.Progress}
 	s.minPrefill, s.minDecode = minUs(p.Iteration.Prefill), minUs(p.Iteration.Decode)
-	s.obj = newObjective(b.Requests[:nFit])
-	before, err := s.eval(Identity)
+	s.obj = newObjective(searched[:s.nFit])
+	full := func(f Factors) ([]Timing, error) {
+		if len(searched) == len(b.Requests) {
+			e, err := s.eval(f)
+			if err != nil {
+				return nil, err
+			}
+			return e.t, nil
+		}
+		prof, err := Apply(p, f)
+		if err != nil {
+			return nil, err
+		}
+		return s.replay(prof, b.Requests)
+	}
+	before, err := full(Identity)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +230,10 @@ func Fit(p formats.LLMProfile, b *Bench, sim Simulator, opt Options) (*Result, e
 	// The record holds the factors rounded; the curves and the errors after are the rounded
 	// factors'.
 	best = Factors{round6(best.PrefillScale), round6(best.DecodeScale), round(best.StepOverheadUs)}
-	after, err := s.eval(best)
+	if best.StepOverheadUs == 0 {
+		best.StepOverheadUs = 0 // not −0
+	}
+	after, err := full(best)
 	if err != nil {
 		return nil, err
 	}
@@ -171,29 +244,104 @@ func Fit(p formats.LLMProfile, b *Bench, sim Simulator, opt Options) (*Result, e
 	rec := &formats.LLMCalibration{
 		Source: filepath.Base(b.Name), Format: Format, Requests: len(b.Requests), FitRequests: nFit,
 		PrefillScale: best.PrefillScale, DecodeScale: best.DecodeScale, StepOverheadUs: best.StepOverheadUs,
-		Fit:     formats.LLMCalibrationErrors{Before: errorsOf(b.Requests[:nFit], before.t[:nFit]), After: errorsOf(b.Requests[:nFit], after.t[:nFit])},
-		HeldOut: formats.LLMCalibrationErrors{Before: errorsOf(b.Requests[nFit:], before.t[nFit:]), After: errorsOf(b.Requests[nFit:], after.t[nFit:])},
+		Fit:     formats.LLMCalibrationErrors{Before: errorsOf(b.Requests[:nFit], before[:nFit]), After: errorsOf(b.Requests[:nFit], after[:nFit])},
+		HeldOut: formats.LLMCalibrationErrors{Before: errorsOf(b.Requests[nFit:], before[nFit:]), After: errorsOf(b.Requests[nFit:], after[nFit:])},
 	}
 	prof.Calibration = rec
-	res := &Result{Factors: best, Profile: prof, Replays: s.replays}
+	res := &Result{Factors: best, Profile: prof, Replays: s.replays, Searched: len(searched)}
+	olo, ohi := s.overheadRange(best)
 	for _, c := range []struct {
 		name   string
 		v, end float64
+		low    bool
 	}{
-		{"prefill scale", best.PrefillScale, formats.MinCalibrationScale}, {"prefill scale", best.PrefillScale, formats.MaxCalibrationScale},
-		{"decode scale", best.DecodeScale, formats.MinCalibrationScale}, {"decode scale", best.DecodeScale, formats.MaxCalibrationScale},
-		{"step overhead", best.StepOverheadUs, formats.MaxCalibrationOverheadUs},
+		{"prefill scale", best.PrefillScale, formats.MinCalibrationScale, true}, {"prefill scale", best.PrefillScale, formats.MaxCalibrationScale, false},
+		{"decode scale", best.DecodeScale, formats.MinCalibrationScale, true}, {"decode scale", best.DecodeScale, formats.MaxCalibrationScale, false},
+		{"step overhead", best.StepOverheadUs, ohi, false},
 	} {
 		if math.Abs(c.v-c.end) <= 1e-3*math.Abs(c.end) {
 			res.AtBound = append(res.AtBound, fmt.Sprintf("%s %g", c.name, c.v))
 		}
+		if c.low && c.v <= c.end*(1+nearBound) || !c.low && c.v >= c.end*(1-nearBound) {
+			res.warn(WarnNearBound, "%s %g is within %.0f%% of the end of its range (%g): the profile is far from the run (its GPU, tensor-parallel degree or engine settings?) or the factors cannot express the difference", c.name, c.v, 100*nearBound, c.end)
+		}
 	}
-	for _, t := range after.t {
+	if best.StepOverheadUs < 0 && best.StepOverheadUs <= olo*(1-nearBound) {
+		res.warn(WarnNearBound, "step overhead %g µs is within %.0f%% of the end of its range (%g µs: half the smallest scaled step)", best.StepOverheadUs, 100*nearBound, olo)
+	}
+	if best.StepOverheadUs < 0 {
+		res.warn(WarnNegativeOverhead, "the per-step overhead fitted is %g µs: a step cannot cost less than its work; the scales absorbed a cost the run does not pin down (too few requests, or too little spread in batch sizes and prompt lengths?)", best.StepOverheadUs)
+	}
+	if n := len(b.Requests); n < MinTrustedRequests {
+		res.warn(WarnFewRequests, "%d successful requests (%d fitted, %d held out): a fit needs at least %d to be trusted (%d fitted in %d groups of %d prompt lengths, as many held out)",
+			n, nFit, n-nFit, MinTrustedRequests, MinTrustedRequests/2, MinTrustedRequests/2/minGroup, minGroup)
+	}
+	h := rec.HeldOut
+	for _, m := range []struct {
+		name          string
+		before, after float64
+	}{{"TTFT", h.Before.TTFTPct, h.After.TTFTPct}, {"ITL", h.Before.ITLPct, h.After.ITLPct}, {"E2E", h.Before.E2EPct, h.After.E2EPct}} {
+		if m.after > m.before+heldOutSlack {
+			res.warn(WarnHeldOutWorse, "the held-out requests' median %s error rose from %.1f%% to %.1f%%: the correction does not carry over to requests it was not fitted on", m.name, m.before, m.after)
+		}
+	}
+	for _, t := range after {
 		if !t.Done {
 			res.Unfinished++
 		}
 	}
+	if res.Unfinished > 0 {
+		res.warn(WarnUnfinished, "the calibrated engine did not finish %d of the run's requests (refused or preempted for good: its KV capacity or engine settings are not the server's?)", res.Unfinished)
+	}
+	if w, ok := kvMismatch(b.Requests, after, &prof); ok {
+		res.Warnings = append(res.Warnings, w)
+	}
 	return res, nil
+}
+
+func (r *Result) warn(name, format string, args ...any) {
+	r.Warnings = append(r.Warnings, Warning{Name: name, Text: fmt.Sprintf(format, args...)})
+}
+
+// stallSteps is how many of the profile's longest steps a measured gap between two chunks
+// of a stream must exceed to count as a stall: a request preempted (its KV freed) waits and
+// recomputes, which no single step, however full, takes.
+const stallSteps = 3
+
+// kvMismatch compares the replay's preemptions with the run's stalls (a gap between chunks
+// longer than stallSteps of the profile's longest step: a prefill step at its largest point
+// plus a decode step at its largest): many preempted requests in the replay with few stalled
+// in the run says the profile's KV capacity is below the server's, and the reverse above it.
+func kvMismatch(reqs []Request, t []Timing, p *formats.LLMProfile) (Warning, bool) {
+	it := p.Iteration
+	longest := (maxUs(it.Prefill) + maxUs(it.Decode)) / 1e6
+	var preempted, stalled int
+	for i := range reqs {
+		if t[i].Preemptions > 0 {
+			preempted++
+		}
+		if reqs[i].MaxGap > stallSteps*longest {
+			stalled++
+		}
+	}
+	floor := max(3, len(reqs)/100)
+	switch {
+	case preempted >= floor && stalled*4 < preempted:
+		return Warning{WarnKVMismatch, fmt.Sprintf("the replay preempted %d requests but the run's streams show %d stalls (a gap over %d of the longest step, %.1f ms): the profile's KV capacity (%d tokens) is likely below the server's; give its logged capacity (--kv-capacity-tokens or --vllm-log)",
+			preempted, stalled, stallSteps, 1e3*longest, p.KVCapacityTokens)}, true
+	case stalled >= floor && preempted*4 < stalled:
+		return Warning{WarnKVMismatch, fmt.Sprintf("the run's streams show %d stalls (a gap over %d of the longest step, %.1f ms) but the replay preempted %d requests: the server's KV capacity is likely below the profile's (%d tokens); give its logged capacity (--kv-capacity-tokens or --vllm-log)",
+			stalled, stallSteps, 1e3*longest, preempted, p.KVCapacityTokens)}, true
+	}
+	return Warning{}, false
+}
+
+func maxUs(pts []formats.PWLPoint) float64 {
+	m := 0.0
+	for _, pt := range pts {
+		m = max(m, pt.Us)
+	}
+	return m
 }
 
 func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
@@ -208,8 +356,10 @@ func minUs(pts []formats.PWLPoint) float64 {
 
 // search holds the fit's replays, each Factors replayed once.
 type search struct {
-	p                     formats.LLMProfile
-	b                     *Bench
+	p formats.LLMProfile
+	// reqs are the requests each replay runs (the run's first ones), the first nFit of them
+	// fitted.
+	reqs                  []Request
 	sim                   Simulator
 	nFit                  int
 	minPrefill, minDecode float64
@@ -263,20 +413,29 @@ func (s *search) eval(f Factors) (*evaluation, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.sim(prof, s.b.Requests)
+	t, err := s.replay(prof, s.reqs)
 	if err != nil {
 		return nil, err
 	}
-	if len(t) != len(s.b.Requests) {
-		return nil, fmt.Errorf("calibrate: the replay returned %d timings for %d requests", len(t), len(s.b.Requests))
+	e := &evaluation{t: t, loss: s.obj.loss(t[:s.nFit])}
+	s.cache[f] = e
+	return e, nil
+}
+
+// replay runs reqs once through the simulator, counting it.
+func (s *search) replay(prof formats.LLMProfile, reqs []Request) ([]Timing, error) {
+	t, err := s.sim(prof, reqs)
+	if err != nil {
+		return nil, err
+	}
+	if len(t) != len(reqs) {
+		return nil, fmt.Errorf("calibrate: the replay returned %d timings for %d requests", len(t), len(reqs))
 	}
 	s.replays++
 	if s.progress != nil {
 		s.progress(s.replays)
 	}
-	e := &evaluation{t: t, loss: s.obj.loss(t[:s.nFit])}
-	s.cache[f] = e
-	return e, nil
+	return t, nil
 }
 
 // unfinishedLoss is the loss a request the replay did not finish adds: as a tenfold error

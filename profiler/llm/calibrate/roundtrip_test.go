@@ -18,7 +18,7 @@ import (
 // fixed seed) through one engine of truth and writes what `vllm bench serve --save-result
 // --save-detailed` would record of them: each request's lengths, TTFT, inter-token gaps and
 // send time. withStarts false leaves start_times out (vLLM's files before they existed).
-func synthRun(t *testing.T, truth formats.LLMProfile, n int, rate float64, withStarts bool) []byte {
+func synthRun(t testing.TB, truth formats.LLMProfile, n int, rate float64, withStarts bool) []byte {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(7, 11))
 	reqs := make([]calibrate.Request, n)
@@ -116,5 +116,33 @@ func TestRoundTrip(t *testing.T) {
 				t.Errorf("calibrated profile: %v", errs)
 			}
 		})
+	}
+}
+
+// BenchmarkCalibrate10k: reading and fitting a run of 10,000 requests (the target: at most
+// 10 s on two cores; go test -bench Calibrate10k -benchtime 1x -cpu 2). It reports the
+// file's size and the replays.
+func BenchmarkCalibrate10k(b *testing.B) {
+	base, err := llm.EstimateOn("llama-3.1-8b", "H100", 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	truth, err := calibrate.Apply(*base, calibrate.Factors{PrefillScale: 1.3, DecodeScale: 0.8})
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := synthRun(b, truth, 10000, 20, true)
+	b.ReportMetric(float64(len(data))/1e6, "file-MB")
+	b.ResetTimer()
+	for range b.N {
+		run, err := calibrate.ReadBenchResult("bench.json", data, calibrate.ReadOptions{MaxModelLen: 131072, Seed: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := calibrate.Fit(*base, run, runprofile.Simulator(systems.Default(), "bench.json"), calibrate.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res.Replays), "replays")
 	}
 }
