@@ -4,12 +4,16 @@
 // layout. A new target is a package of its own plus one line here.
 package targets
 
-import "github.com/plan-dev/plan/export"
+import (
+	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/export/gateway"
+)
 
 var inTree = export.MustRegistry(
 	export.TritonTarget,
 	export.KServeTarget,
 	export.RayTarget,
+	gateway.Target,
 )
 
 // Registry returns the in-tree targets.
