@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/export"
-	"github.com/plan-dev/plan/export/gateway"
 	"github.com/plan-dev/plan/export/exporttest"
+	"github.com/plan-dev/plan/export/gateway"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
