@@ -2,10 +2,11 @@ package export
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/plan-dev/plan/internal/gpucat"
 )
 
 // How each target selects a GPU type on a real cluster (ecosystem.md §7).
@@ -21,53 +22,44 @@ import (
 // `\w+\s+([A-Z0-9]+)`: "Tesla V100-SXM2-16GB" → V100; ray/util/accelerators lists the
 // constants). Custom resources ({L4: 1}) exist only on nodes started with --resources.
 //
-// Both derive from one table: each GPU type of the spec table (profiler/gpus, formats.KnownGPUs)
-// with the NVML product name of the variant those specs describe. Clusters differ (PCIe vs
-// SXM, 40 vs 80 GB, MIG, cloud variants such as A10G): a cluster file's
-// gpus[].node_labels replaces the selector of its GPU type.
+// Both derive from the GPU catalogue (internal/gpucat): each type's NVML product name, of
+// the variant its specs describe (P4, T4, L4, A10, L40S PCIe cards; V100 SXM2 16 GB; A100
+// SXM4 80 GB; H100 SXM5 80 GB HBM3; H200 SXM 141 GB; B200 180 GB), and the product names of
+// the types it knows by name only (PARD's 2080 Ti, DyOrc's A800). Clusters differ (PCIe vs
+// SXM, 40 vs 80 GB, MIG, cloud variants such as A10G): a cluster file's gpus[].node_labels
+// replaces the selector of its GPU type.
 
 // ProductLabel is GFD's node label of the GPU product.
 const ProductLabel = "nvidia.com/gpu.product"
-
-// gpuProducts maps our GPU names to the NVML product names of the variant the spec table
-// describes (profiler/gpus: P4, T4, L4, A10, L40S PCIe cards; V100 SXM2 16 GB; A100 SXM4 80 GB;
-// H100 SXM5 80 GB HBM3; H200 SXM 141 GB; B200 180 GB), as NVML reports them (nvidia-smi "Product Name";
-// e.g. NVIDIA/mig-parted#120 shows "NVIDIA H200").
-var gpuProducts = map[string]string{
-	"P4":   "Tesla P4",
-	"T4":   "Tesla T4",
-	"L4":   "NVIDIA L4",
-	"A10":  "NVIDIA A10",
-	"L40S": "NVIDIA L40S",
-	"V100": "Tesla V100-SXM2-16GB",
-	"A100": "NVIDIA A100-SXM4-80GB",
-	"H100": "NVIDIA H100 80GB HBM3",
-	"H200": "NVIDIA H200",
-	"B200": "NVIDIA B200",
-	// GPU types of the bundled profiles beyond the spec table: PARD's testbed GPU and
-	// DyOrc's. Ray's rule gives "G" for the GeForce name (the letter after the prefix):
-	// that is the accelerator type Ray itself labels such nodes with.
-	"2080Ti": "NVIDIA GeForce RTX 2080 Ti",
-	"A800":   "NVIDIA A800-SXM4-80GB",
-}
 
 // rayNamePattern is Ray's rule from an NVML name to its accelerator type.
 var rayNamePattern = regexp.MustCompile(`^\w+\s+([A-Z0-9]+)`)
 
 // KnownGPULabels lists the GPU types with a built-in label, sorted.
 func KnownGPULabels() []string {
-	return slices.Sorted(maps.Keys(gpuProducts))
+	var out []string
+	for _, s := range gpucat.All() {
+		out = append(out, s.Name)
+	}
+	for _, n := range gpucat.NamedTypes() {
+		if n.Product != "" {
+			out = append(out, n.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // GPUProduct is the nvidia.com/gpu.product value GFD gives nodes of a known GPU type.
 func GPUProduct(gpu string) (string, bool) {
-	name, ok := gpuProducts[gpu]
+	name, ok := gpucat.Product(gpu)
 	return strings.ReplaceAll(name, " ", "-"), ok
 }
 
 // RayAccelerator is Ray's accelerator_type of a known GPU type.
 func RayAccelerator(gpu string) (string, bool) {
-	m := rayNamePattern.FindStringSubmatch(gpuProducts[gpu])
+	name, _ := gpucat.Product(gpu)
+	m := rayNamePattern.FindStringSubmatch(name)
 	if m == nil {
 		return "", false
 	}

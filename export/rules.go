@@ -258,7 +258,7 @@ func rayRules(data []byte) []string {
 			o := d.RayActorOptions
 			keys := slices.Sorted(maps.Keys(o.Resources))
 			for _, k := range keys {
-				if _, gpu := gpuProducts[k]; gpu {
+				if _, gpu := GPUProduct(k); gpu {
 					errs = append(errs, fmt.Sprintf("%s.resources.%s: %g: a custom resource exists only on nodes started with --resources; select the GPU type with accelerator_type: %q", at, k, o.Resources[k], rayAcceleratorOrSelf(k)))
 				}
 			}

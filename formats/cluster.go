@@ -16,7 +16,7 @@ type Cluster struct {
 	Servers []Server `json:"servers,omitempty"`
 	// Currency names the unit of every gpus[].price_per_hour (any code, e.g. USD,
 	// EUR). One per file; empty = USD, the unit of the default price table
-	// (DefaultPrices), which only applies when the currency is USD.
+	// (DefaultPrice), which only applies when the currency is USD.
 	Currency string `json:"currency,omitempty"`
 	// PriceBasis says what every gpus[].price_per_hour (and spot_price_per_hour) prices:
 	// PriceBasisGPU (empty: one GPU for an hour) or PriceBasisVM (one server of per_server
@@ -50,7 +50,7 @@ type GPUPool struct {
 	Class string `json:"class,omitempty"`
 	// PricePerHour is what one GPU of this type costs per hour in the cluster's currency
 	// (`plan solve --objective cost` minimises Σ price·GPUs); nil = the public on-demand list
-	// price of DefaultPrices (plan says on stderr that it used it).
+	// price of DefaultPrice (plan says on stderr that it used it).
 	PricePerHour *float64 `json:"price_per_hour,omitempty"`
 	// SpotPricePerHour is the spot (preemptible) price on the same basis; nil = none.
 	SpotPricePerHour *float64 `json:"spot_price_per_hour,omitempty"`

@@ -5,9 +5,11 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/plan-dev/plan/internal/gpucat"
 )
 
-// DefaultCurrency is the currency of DefaultPrices and of a cluster file that names none.
+// DefaultCurrency is the currency of DefaultPriceRows and of a cluster file that names none.
 const DefaultCurrency = "USD"
 
 // Price bases (Cluster.PriceBasis): what a price_per_hour buys for an hour.
@@ -23,47 +25,39 @@ const (
 // published (ecosystem-dropin.md §6: normalise to $/GPU-h with region, date and provisioning).
 type PriceRow struct {
 	GPU string
-	// USDPerGPUHour is the on-demand price of one GPU for an hour.
-	USDPerGPUHour float64
-	// Offer is what was priced (instance, region) and Source who published it; Date the
-	// month the price was current (YYYY-MM).
-	Offer, Source, Date string
+	gpucat.Price
 }
 
-// DefaultPriceRows are public on-demand list prices, one basis (PriceBasisGPU: USD per
-// GPU-hour, whole VMs divided by their GPUs), each with its source and date: the price a cost
-// objective uses for a GPU type whose cluster entry gives no price_per_hour. They are list
-// prices; reserved, committed or spot capacity costs less (write price_per_hour and
-// spot_price_per_hour from a real quote). Re-check before a purchase: they change.
-var DefaultPriceRows = []PriceRow{
-	{"P4", 0.79, "GCE n1-standard-4 + 1×P4, us-central1 (0.60 GPU + 0.19 VM)", "Google Compute Engine GPU and VM pricing", "2025-06"},
-	{"T4", 0.53, "AWS g4dn.xlarge (1×T4), us-east-1", "AWS EC2 On-Demand pricing", "2025-06"},
-	{"L4", 0.80, "AWS g6.xlarge (1×L4), us-east-1", "AWS EC2 On-Demand pricing", "2025-06"},
-	{"A10", 1.01, "AWS g5.xlarge (1×A10G), us-east-1", "AWS EC2 On-Demand pricing", "2025-06"},
-	{"L40S", 1.861, "AWS g6e.xlarge (1×L40S), us-east-1", "AWS EC2 On-Demand pricing", "2025-06"},
-	{"V100", 3.06, "AWS p3.2xlarge (1×V100), us-east-1", "AWS EC2 On-Demand pricing", "2025-06"},
-	{"A100", 2.25, "hyperscaler on-demand A100 80GB, midpoint of $1.50-3.00/GPU-h", "Mercatus cloud GPU pricing survey (mercatus-ai.com)", "2026-05"},
-	{"H100", 6.88, "AWS p5.48xlarge (8×H100) $55.04/h ÷ 8, us-east-1, after AWS's June 2025 cut", "ecosystem-dropin.md §6 (AWS list price)", "2026-11"},
-	{"H200", 5.75, "hyperscaler on-demand H200 SXM, midpoint of $4.50-7.00/GPU-h", "Mercatus cloud GPU pricing survey (mercatus-ai.com)", "2026-05"},
-}
-
-// DefaultPrices are DefaultPriceRows by GPU type (USD per GPU-hour, on-demand).
-var DefaultPrices = func() map[string]float64 {
-	m := map[string]float64{}
-	for _, r := range DefaultPriceRows {
-		m[r.GPU] = r.USDPerGPUHour
+// DefaultPriceRows are the public on-demand list prices of the GPU catalogue
+// (internal/gpucat), in its order, one basis (PriceBasisGPU: USD per GPU-hour, whole VMs
+// divided by their GPUs), each with its source and date: the price a cost objective uses for
+// a GPU type whose cluster entry gives no price_per_hour. They are list prices; reserved,
+// committed or spot capacity costs less (write price_per_hour and spot_price_per_hour from a
+// real quote). Re-check before a purchase: they change.
+func DefaultPriceRows() []PriceRow {
+	var out []PriceRow
+	for _, s := range gpucat.All() {
+		if s.Price != nil {
+			out = append(out, PriceRow{GPU: s.Name, Price: *s.Price})
+		}
 	}
-	return m
-}()
+	return out
+}
 
 // DefaultPriceRow is the default price row of a GPU type.
 func DefaultPriceRow(gpu string) (PriceRow, bool) {
-	for _, r := range DefaultPriceRows {
-		if r.GPU == gpu {
-			return r, true
-		}
+	s, ok := gpucat.Find(gpu)
+	if !ok || s.Price == nil {
+		return PriceRow{}, false
 	}
-	return PriceRow{}, false
+	return PriceRow{GPU: s.Name, Price: *s.Price}, true
+}
+
+// DefaultPrice is the default list price of a GPU type (USD per GPU-hour, on-demand; ok
+// false: none).
+func DefaultPrice(gpu string) (usd float64, ok bool) {
+	r, ok := DefaultPriceRow(gpu)
+	return r.USDPerGPUHour, ok
 }
 
 // validCurrency accepts a short code of letters (ISO 4217's three, or a custom unit).
@@ -94,7 +88,7 @@ func (c *Cluster) Price(gpu string) (price float64, defaulted bool, err error) {
 		return c.perGPU(p, *p.PricePerHour), false, nil
 	}
 	if c.CurrencyOf() == DefaultCurrency {
-		if d, ok := DefaultPrices[gpu]; ok {
+		if d, ok := DefaultPrice(gpu); ok {
 			return d, true, nil
 		}
 	}
@@ -178,7 +172,7 @@ func (c *Cluster) NoSpotPrice() []string {
 
 // Prices returns the price of every GPU type of the cluster that a cost objective optimises
 // (PlanningPrice: on-demand, or the spot blend under SpotShare) and the types priced from
-// DefaultPrices (sorted), or every type that has no price at all.
+// the default list prices (sorted), or every type that has no price at all.
 func (c *Cluster) Prices() (prices map[string]float64, defaulted []string, err error) {
 	prices = map[string]float64{}
 	var missing []string

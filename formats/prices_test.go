@@ -50,7 +50,7 @@ func TestClusterPrices(t *testing.T) {
 	p := 0.5
 	c := &Cluster{GPUs: []GPUPool{{Type: "L4", PricePerHour: &p}, {Type: "A100"}}}
 	prices, def, err := c.Prices()
-	if err != nil || prices["L4"] != 0.5 || prices["A100"] != DefaultPrices["A100"] || len(def) != 1 || def[0] != "A100" {
+	if err != nil || prices["L4"] != 0.5 || prices["A100"] != mustDefaultPrice(t, "A100") || len(def) != 1 || def[0] != "A100" {
 		t.Fatalf("prices %v defaulted %v err %v", prices, def, err)
 	}
 	c.Currency = "EUR"
@@ -121,20 +121,23 @@ func TestPriceBasis(t *testing.T) {
 }
 
 // TestDefaultPriceRows: every default row is on one basis (USD per GPU-hour, positive, below
-// the cap), names its offer and source and a YYYY-MM date; DefaultPrices agrees; the note
+// the cap), names its offer and source and a YYYY-MM date; DefaultPrice agrees; the note
 // `plan` prints names them.
 func TestDefaultPriceRows(t *testing.T) {
 	seen := map[string]bool{}
-	for _, r := range DefaultPriceRows {
+	if len(DefaultPriceRows()) < 9 {
+		t.Fatalf("%d default prices, want the nine priced catalogue types", len(DefaultPriceRows()))
+	}
+	for _, r := range DefaultPriceRows() {
 		if seen[r.GPU] || !(r.USDPerGPUHour > 0 && r.USDPerGPUHour < MaxPricePerHour) || r.Offer == "" || r.Source == "" || len(r.Date) != 7 || r.Date[4] != '-' {
 			t.Errorf("row %+v", r)
 		}
-		if _, known := KnownGPUs[r.GPU]; !known {
+		if KnownGPUMemory(r.GPU) == 0 {
 			t.Errorf("row for %s, which plan has no specification of", r.GPU)
 		}
 		seen[r.GPU] = true
-		if DefaultPrices[r.GPU] != r.USDPerGPUHour {
-			t.Errorf("DefaultPrices[%s] = %g, row %g", r.GPU, DefaultPrices[r.GPU], r.USDPerGPUHour)
+		if p, ok := DefaultPrice(r.GPU); !ok || p != r.USDPerGPUHour {
+			t.Errorf("DefaultPrice(%s) = %g, %v; row %g", r.GPU, p, ok, r.USDPerGPUHour)
 		}
 	}
 	note := DefaultPriceNote([]string{"H100"})
@@ -143,4 +146,13 @@ func TestDefaultPriceRows(t *testing.T) {
 			t.Errorf("note %q lacks %q", note, w)
 		}
 	}
+}
+
+func mustDefaultPrice(t *testing.T, gpu string) float64 {
+	t.Helper()
+	p, ok := DefaultPrice(gpu)
+	if !ok {
+		t.Fatalf("no default price for %s", gpu)
+	}
+	return p
 }

@@ -3,6 +3,8 @@ package formats
 import (
 	"math"
 	"strings"
+
+	"github.com/plan-dev/plan/internal/gpucat"
 )
 
 // Profile holds measured or estimated latencies of one or more models (DNNs split into
@@ -154,7 +156,7 @@ type LLMProfile struct {
 // digest §4). Zero values take vLLM V1's defaults for its OpenAI server
 // (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults): max_num_batched_tokens 2048
 // and max_num_seqs 256, or 8192 and 1024 on GPUs of 70 GiB and more other than the A100
-// (H100, H200, MI300X: DefaultBatchedTokens reads the GPU name); block_size 16; chunked
+// (H100, H200, B200, MI300X: DefaultBatchedTokens asks the GPU catalogue); block_size 16; chunked
 // prefill on; one partial prefill at a time.
 type LLMEngine struct {
 	// MaxNumBatchedTokens is the token budget of one engine step (B).
@@ -346,14 +348,11 @@ func (e *LLMEngine) Chunked() bool {
 
 // DefaultBatchedTokens are vLLM V1's OpenAI-server defaults of max_num_batched_tokens and
 // max_num_seqs for a GPU type (EngineArgs.get_batch_defaults): 8192 and 1024 on GPUs of
-// 70 GiB or more except the A100 (we read the name: H100, H200, B200, GH200, MI300), else
+// 70 GiB or more except the A100 (the GPU catalogue decides: gpucat.LargeEngine), else
 // 2048 and 256.
 func DefaultBatchedTokens(gpu string) (tokens, seqs int) {
-	g := strings.ToLower(gpu)
-	for _, big := range []string{"h100", "h200", "b200", "gh200", "mi300"} {
-		if strings.Contains(g, big) {
-			return 8192, 1024
-		}
+	if gpucat.LargeEngine(gpu) {
+		return 8192, 1024
 	}
 	return 2048, 256
 }

@@ -7,35 +7,31 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/plan-dev/plan/internal/gpucat"
 )
 
-// KnownGPUs lists the GPU types plan has specifications for (roofline backend). Clusters may
-// name other types, but then must give memory_bytes.
-var KnownGPUs = map[string]int64{
-	"P4":   8 << 30,
-	"T4":   16 << 30,
-	"L4":   24 << 30,
-	"A10":  24 << 30,
-	"L40S": 48e9,
-	"V100": 32 << 30,
-	"A100": 80 << 30,
-	"H100": 80 << 30,
-	"H200": 141 << 30,
-	"B200": 180e9,
+// KnownGPUMemory is the memory of one GPU of a type the GPU catalogue (internal/gpucat)
+// has specifications for, 0 for any other type: clusters may name other types, but then
+// must give memory_bytes.
+func KnownGPUMemory(gpu string) int64 {
+	s, _ := gpucat.Find(gpu)
+	return s.MemoryBytes
 }
 
-// knownGPUList names KnownGPUs by memory, smallest first, for error messages.
+// knownGPUList names the catalogue's types by memory, smallest first, for error messages.
 func knownGPUList() string {
-	names := make([]string, 0, len(KnownGPUs))
-	for n := range KnownGPUs {
-		names = append(names, n)
-	}
-	slices.SortFunc(names, func(a, b string) int {
-		if c := cmp.Compare(KnownGPUs[a], KnownGPUs[b]); c != 0 {
+	all := gpucat.All()
+	slices.SortStableFunc(all, func(a, b gpucat.Spec) int {
+		if c := cmp.Compare(a.MemoryBytes, b.MemoryBytes); c != 0 {
 			return c
 		}
-		return strings.Compare(a, b)
+		return strings.Compare(a.Name, b.Name)
 	})
+	names := make([]string, len(all))
+	for i, s := range all {
+		names[i] = s.Name
+	}
 	return strings.Join(names, ", ")
 }
 
@@ -59,7 +55,7 @@ func (c *Cluster) Validate() ErrorList {
 		if g.MemoryBytes < 0 {
 			v.add(field(p, "memory_bytes"), g.MemoryBytes, "must be >= 0")
 		}
-		if _, known := KnownGPUs[g.Type]; !known && g.Type != "" && g.MemoryBytes == 0 {
+		if KnownGPUMemory(g.Type) == 0 && g.Type != "" && g.MemoryBytes == 0 {
 			v.add(field(p, "type"), g.Type, "unknown GPU type (known: %s); give memory_bytes for a custom type", knownGPUList())
 		}
 		for j, lv := range g.VGPU {

@@ -61,7 +61,7 @@ func TestValidateCluster(t *testing.T) {
 		{"negative count", f, cl(func(c *Cluster) { c.GPUs[1].Count = -3 }), []string{`cluster.yaml: gpus[1].count: -3: must be >= 0`}},
 		{"per_server", f, cl(func(c *Cluster) { c.GPUs[0].PerServer = 0 }), []string{`cluster.yaml: gpus[0].per_server: 0: must be >= 1`}},
 		{"memory_bytes", f, cl(func(c *Cluster) { c.GPUs[0].MemoryBytes = -1 }), []string{`cluster.yaml: gpus[0].memory_bytes: -1: must be >= 0`}},
-		{"unknown gpu type", f, cl(func(c *Cluster) { c.GPUs[0].Type, c.Servers = "X9", nil }), []string{`cluster.yaml: gpus[0].type: "X9": unknown GPU type (known: P4, T4, A10, L4, V100, L40S, A100, H100, H200, B200); give memory_bytes for a custom type`}},
+		{"unknown gpu type", f, cl(func(c *Cluster) { c.GPUs[0].Type, c.Servers = "X9", nil }), []string{`cluster.yaml: gpus[0].type: "X9": unknown GPU type (known: P4, T4, V100, A10, L4, L40S, A100, H100, H200, B200); give memory_bytes for a custom type`}},
 		{"vgpu level", f, cl(func(c *Cluster) { c.GPUs[0].VGPU = []int{1, 5} }), []string{`cluster.yaml: gpus[0].vgpu[1]: 5: must be in 1..4`}},
 		{"class", f, cl(func(c *Cluster) { c.GPUs[0].Class = "medium" }), []string{`cluster.yaml: gpus[0].class: "medium": must be high or low`}},
 		{"nic NaN", f, cl(func(c *Cluster) { c.NICGbps = nan }), []string{`cluster.yaml: nic_gbps: NaN: must be > 0`}},

@@ -17,7 +17,7 @@ func ClusterOf(c *formats.Cluster) (Cluster, error) {
 		out.GPUs += g.Count
 		m := g.MemoryBytes
 		if m == 0 {
-			m = formats.KnownGPUs[g.Type]
+			m = formats.KnownGPUMemory(g.Type)
 		}
 		out.MemBytes = max(out.MemBytes, m)
 		if out.Type == "" {

@@ -102,6 +102,9 @@ var layers = []layer{
 	// serve and QLM's plan section, so it sits beside formats' shared types, under all of them.
 	{"formats/llmspec", 0, "formats", 0},
 	{"formats", 0, "formats", 0},
+	// gpucat is the one GPU catalogue (memory, rates, links, price, labels, kernel tables):
+	// a leaf beside formats' shared types, which validates clusters and prices from it.
+	{"internal/gpucat", 0, "formats", 0},
 	// Dependency-free helpers and test-only packages.
 	{"internal/simbench", 0, "simbench", 0},
 	// tables: the note under a table that says why some cells are "-", for the commands and

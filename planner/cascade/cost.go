@@ -51,7 +51,7 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options) (*formats.Plan
 		p := pool
 		p.Count = lim
 		if p.MemoryBytes == 0 {
-			p.MemoryBytes = formats.KnownGPUs[p.Type]
+			p.MemoryBytes = formats.KnownGPUMemory(p.Type)
 		}
 		one.GPUs, one.Servers = []formats.GPUPool{p}, nil
 		o.GPUs = lim

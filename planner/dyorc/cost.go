@@ -51,7 +51,7 @@ func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, r
 	for _, pool := range cl.GPUs {
 		mem := pool.MemoryBytes
 		if mem == 0 {
-			mem = formats.KnownGPUs[pool.Type]
+			mem = formats.KnownGPUMemory(pool.Type)
 		}
 		lo := max(1, int(math.Ceil(total/CostUtilization-absTol)))
 		if mem > 0 {

@@ -31,7 +31,7 @@ func Used(p *formats.Plan) map[string]int { return p.GPUsUsed() }
 
 // Summarize is the fleet record of a cost-optimal plan: the GPUs it uses per type (from
 // Used), each type's price and the total per hour, in the cluster's currency. The second
-// result lists the GPU types priced from formats.DefaultPrices. Under c.SpotShare (`plan
+// result lists the GPU types priced from formats.DefaultPrice. Under c.SpotShare (`plan
 // solve --spot`) each type with a spot price runs formats.SpotSplit's spot share at its spot
 // price and the rest on-demand; the record keeps the all-on-demand cost beside it.
 func Summarize(p *formats.Plan, c *formats.Cluster) (*formats.Fleet, []string, error) {

@@ -58,7 +58,7 @@ func TestSolveCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	price := []float64{formats.DefaultPrices["L4"], formats.DefaultPrices["T4"]}
+	price := []float64{defaultPrice("L4"), defaultPrice("T4")}
 	s := testSession(p)
 	spaces, err := s.spaces(spaceConfig{P: 2, cost: price})
 	if err != nil {
@@ -108,4 +108,10 @@ func BenchmarkSolveCost(b *testing.B) {
 	b.ReportMetric(single, "single_$/h")
 	b.Logf("status %s cost %.2f (%s) bound %.2f gap %.2f%%; cheapest single type %.2f: saving %.1f%%", pl.Provenance.Status,
 		pl.Fleet.CostPerHour, fleet.Describe(pl.Fleet), formats.Num(pl.Provenance.Bound), formats.Num(pl.Provenance.Gap)*100, single, 100*(1-pl.Fleet.CostPerHour/single))
+}
+
+// defaultPrice is the default list price of a GPU type (0 if it has none).
+func defaultPrice(gpu string) float64 {
+	p, _ := formats.DefaultPrice(gpu)
+	return p
 }

@@ -41,7 +41,7 @@ func TestCostCutoff(t *testing.T) {
 					t.Fatal(err)
 				}
 				s := testSession(p)
-				cfg := spaceConfig{P: 2, cost: []float64{formats.DefaultPrices["L4"], formats.DefaultPrices["T4"]}}
+				cfg := spaceConfig{P: 2, cost: []float64{defaultPrice("L4"), defaultPrice("T4")}}
 				spaces, err := s.spaces(cfg)
 				if err != nil {
 					t.Fatal(err)

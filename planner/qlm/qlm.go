@@ -94,13 +94,13 @@ func llmProfilePath(in planner.Inputs, pr *formats.LLMProfile) string {
 }
 
 // gpuMemory is one GPU's memory: the cluster's memory_bytes, else the known type's (a
-// cluster may leave memory_bytes out for the types formats.KnownGPUs lists), so a model's
-// weights are checked against it either way; 0 when neither says.
+// cluster may leave memory_bytes out for the GPU catalogue's types, formats.KnownGPUMemory),
+// so a model's weights are checked against it either way; 0 when neither says.
 func gpuMemory(gpu string, given int64) int64 {
 	if given > 0 {
 		return given
 	}
-	return formats.KnownGPUs[gpu]
+	return formats.KnownGPUMemory(gpu)
 }
 
 // profileForCount returns model's LLM profile on count GPUs of type gpu (a gpu_count of 0

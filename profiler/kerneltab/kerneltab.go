@@ -24,31 +24,37 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/plan-dev/plan/internal/gpucat"
 )
 
 //go:embed data/*.csv.gz
 var data embed.FS
 
-// systems maps the GPU names of profiler/gpus to the tables' system names.
-var systems = map[string]string{
-	"H100": "h100_sxm", "H200": "h200_sxm", "B200": "b200_sxm", "A100": "a100_sxm", "L40S": "l40s",
-}
-
-// GPUs lists the GPU types with measured tables, sorted.
+// GPUs lists the GPU types with measured tables (the catalogue's KernelTable), sorted.
 func GPUs() []string {
-	out := make([]string, 0, len(systems))
-	for g := range systems {
-		out = append(out, g)
+	var out []string
+	for _, s := range gpucat.All() {
+		if s.Measured() {
+			out = append(out, s.Name)
+		}
 	}
 	sort.Strings(out)
 	return out
 }
 
-// Has reports whether gpu (a profiler/gpus name, case-insensitive) has measured tables.
-func Has(gpu string) bool {
-	_, ok := systems[strings.ToUpper(gpu)]
-	return ok
+// system is the tables' system name of gpu (a catalogue name, case-insensitive; "" = not
+// measured).
+func system(gpu string) string {
+	s, err := gpucat.Lookup(gpu)
+	if err != nil {
+		return ""
+	}
+	return s.KernelTable
 }
+
+// Has reports whether gpu (a profiler/gpus name, case-insensitive) has measured tables.
+func Has(gpu string) bool { return system(gpu) != "" }
 
 // Tables are one GPU's measured kernel times.
 type Tables struct {
@@ -106,9 +112,9 @@ var ErrNoTables = fmt.Errorf("no measured kernel tables")
 
 // Load returns gpu's tables (parsed once per process).
 func Load(gpu string) (*Tables, error) {
-	name := strings.ToUpper(gpu)
-	sys, ok := systems[name]
-	if !ok {
+	spec, _ := gpucat.Lookup(gpu)
+	name, sys := spec.Name, spec.KernelTable
+	if sys == "" {
 		return nil, fmt.Errorf("GPU %q: %w (measured: %s)", gpu, ErrNoTables, strings.Join(GPUs(), ", "))
 	}
 	cacheMu.Lock()

@@ -7,23 +7,33 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/plan-dev/plan/internal/gpucat"
 )
 
-// gpuFamily finds the GPU type in a marketing name ("NVIDIA A100-SXM4-40GB" → "A100"), using
-// the type names of the profiler's GPU table and cluster files.
-var gpuFamily = regexp.MustCompile(`(?i)(?:^|[^A-Z0-9])(H200|H100|A100|A10G|A10|A30|A40|L40S|L40|L4|V100|T4|P100|P40|P4)(?:$|[^A-Z0-9])`)
+// gpuFamily finds a GPU type in a marketing name ("NVIDIA A100-SXM4-40GB" → "A100"): any
+// name of the GPU catalogue (its types, the types it knows by name, their aliases), whole.
+// It is built on each call, so a type registered later is found too.
+func gpuFamily() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(?:^|[^A-Z0-9])(` + strings.Join(quoteAll(gpucat.AllNames()), "|") + `)(?:$|[^A-Z0-9])`)
+}
 
-// GPUType maps an nvidia-smi GPU name to the short type name profiles use; "" if unknown.
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = regexp.QuoteMeta(n)
+	}
+	return out
+}
+
+// GPUType maps an nvidia-smi GPU name to the short type name profiles use (an alias such as
+// AWS's A10G to the type it is a variant of); "" if unknown.
 func GPUType(name string) string {
-	m := gpuFamily.FindStringSubmatch(name)
+	m := gpuFamily().FindStringSubmatch(name)
 	if m == nil {
 		return ""
 	}
-	t := strings.ToUpper(m[1])
-	if t == "A10G" {
-		return "A10" // the AWS variant of the A10
-	}
-	return t
+	return gpucat.Canonical(m[1])
 }
 
 // DeviceType names the GPU type of a device for profile entries: "cpu" for the CPU, the

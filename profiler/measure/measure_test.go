@@ -415,6 +415,7 @@ func TestGPUType(t *testing.T) {
 		"NVIDIA L4": "L4", "Tesla P4": "P4", "Tesla T4": "T4", "NVIDIA A100-SXM4-40GB": "A100",
 		"NVIDIA A100 80GB PCIe": "A100", "NVIDIA H100 80GB HBM3": "H100", "NVIDIA H200": "H200",
 		"Tesla V100-SXM2-16GB": "V100", "NVIDIA A10G": "A10", "NVIDIA A10": "A10", "NVIDIA L40S": "L40S",
+		"NVIDIA B200": "B200", "NVIDIA A800-SXM4-80GB": "A800", "NVIDIA GH200 480GB": "GH200", "NVIDIA A40": "A40",
 		"NVIDIA GeForce RTX 4090": "", "": "",
 	}
 	for in, want := range cases {

@@ -60,28 +60,24 @@ var defaultKernels = KernelParams{
 // DefaultKernelParams returns the uncalibrated constants.
 func DefaultKernelParams() KernelParams { return defaultKernels }
 
-// nearestMeasured is, per architecture, the measured GPU whose fitted constants a GPU
-// without tables borrows: Ampere, Volta, Turing and Pascal data-centre parts take the
-// A100's (the oldest measured), Ada the L40S's, Hopper the H100's, Blackwell the B200's.
-var nearestMeasured = map[string]string{
-	"pascal": "A100", "volta": "A100", "turing": "A100", "ampere": "A100",
-	"ada": "L40S", "hopper": "H100", "blackwell": "B200",
-}
-
 // NearestMeasured names the measured GPU whose fitted constants s borrows, other than
-// exclude ("" = none: s keeps the defaults). With exclude = s.Name it answers which
-// other GPU would stand in for s — the leave-one-GPU-out the error band comes from.
+// exclude ("" = none: s keeps the defaults): the catalogue's measured GPU of its
+// architecture (gpucat.Spec.NearestMeasured: Ampere, Volta, Turing and Pascal parts take the
+// A100's, the oldest measured; Ada the L40S's, Hopper the H100's, Blackwell the B200's).
+// With exclude = s.Name it answers which other GPU would stand in for s — the
+// leave-one-GPU-out the error band comes from (the excluded GPU's StandIn).
 func NearestMeasured(s gpus.Spec, exclude string) string {
-	if n := nearestMeasured[s.Arch]; n != "" && n != exclude {
+	if n := s.NearestMeasured; n != "" && n != exclude {
 		return n
 	}
 	if exclude == "" {
 		return ""
 	}
-	// The stand-in for a measured GPU itself: the other measured part of its generation,
-	// else the neighbouring generation's.
-	alt := map[string]string{"A100": "L40S", "L40S": "A100", "H100": "H200", "H200": "H100", "B200": "H200"}
-	return alt[exclude]
+	x, err := gpus.Lookup(exclude)
+	if err != nil {
+		return ""
+	}
+	return x.StandIn
 }
 
 // KernelParamsFor returns the kernel constants of a GPU type: the H100 class's hand
@@ -94,7 +90,7 @@ func KernelParamsFor(s gpus.Spec) KernelParams {
 	if p, ok := fittedKernels[s.Name]; ok {
 		return p
 	}
-	if p, ok := fittedKernels[nearestMeasured[s.Arch]]; ok {
+	if p, ok := fittedKernels[s.NearestMeasured]; ok {
 		return p
 	}
 	return defaultKernels

@@ -89,7 +89,7 @@ func crossCheckWorkflows(wf *Workflows, self string, docs map[string]formats.Doc
 		for _, g := range cl.GPUs {
 			m := g.MemoryBytes
 			if m == 0 {
-				m = formats.KnownGPUs[g.Type]
+				m = formats.KnownGPUMemory(g.Type)
 			}
 			largest = max(largest, m)
 		}
