@@ -251,6 +251,9 @@ func readDeploymentOf(data []byte) (vllm.Instance, string, []string, error) {
 		return in, "", nil, fmt.Errorf("spec.template.metadata.labels.%s: %q: must be prefill, decode or prefill-decode", LabelRole, labels[LabelRole])
 	}
 	in.Role = role
+	if !maps.Equal(d.Metadata.Labels, labels) {
+		return in, "", nil, fmt.Errorf("metadata.labels: %v: differ from the pod template's %v", d.Metadata.Labels, labels)
+	}
 	if labels[LabelInstance] != d.Metadata.Name || d.Spec.Selector.MatchLabels[LabelInstance] != d.Metadata.Name || d.Spec.Replicas != 1 {
 		return in, "", nil, fmt.Errorf("spec: one replica selected by %s: %s, the Deployment's name", LabelInstance, d.Metadata.Name)
 	}
