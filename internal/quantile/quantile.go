@@ -8,6 +8,9 @@
 // interpolation between the two nearest order statistics. So p0 is the minimum, p100 the
 // maximum, p50 the median (the mean of the middle two for even n), and for [1 2 3 4 10]
 // p90 = 7.6 and p99 = 9.76, as numpy.percentile gives.
+//
+// One other definition is offered, by name, for the one report that wants a value that was
+// observed: NearestRank (numpy's "inverted_cdf", Hyndman and Fan's definition 1).
 package quantile
 
 import (
@@ -72,7 +75,26 @@ func AppendRanks(ks []int, n int, q float64) []int {
 	return append(ks, n-1)
 }
 
+// Of is the q-th percentile of xs in any order (a sorted copy's Percentile).
 func Of(xs []float64, q float64) float64 { return Percentile(Sorted(xs), q) }
+
+// NearestRank is the q-th percentile (q in [0, 100], clamped) of sorted by the nearest-rank
+// definition (numpy's method "inverted_cdf", Hyndman and Fan's definition 1): the smallest
+// sample with at least q% of the samples at or below it, x[⌈n·q/100⌉−1] (x[0] for q = 0).
+// Unlike Percentile it never interpolates: the answer is always one of the samples, and for
+// [1 2 3 4 10] p90 is 10, p50 is 3. An empty slice gives 0, a NaN q NaN.
+func NearestRank(sorted []float64, q float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	if math.IsNaN(q) {
+		return math.NaN()
+	}
+	q = min(max(q, 0), 100)
+	i := int(math.Ceil(float64(n)*q/100)) - 1
+	return sorted[min(max(i, 0), n-1)]
+}
 
 // Mean is the arithmetic mean of xs (0 for none).
 func Mean(xs []float64) float64 {

@@ -60,3 +60,33 @@ func TestSortedLeavesInput(t *testing.T) {
 		t.Errorf("Of sorted its input: %v", xs)
 	}
 }
+
+// TestNearestRank checks the nearest-rank definition against numpy.percentile's
+// method="inverted_cdf" (worked by hand from its rule: the smallest sample with at least q%
+// of the samples at or below it).
+func TestNearestRank(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		xs   []float64
+		q    float64
+		want float64
+	}{
+		{"empty", nil, 50, 0},
+		{"one", []float64{7}, 99, 7},
+		{"median odd", []float64{1, 2, 3, 4, 10}, 50, 3},
+		{"median even: the lower middle", []float64{1, 2, 3, 4}, 50, 2},
+		{"p90 of five: the maximum", []float64{1, 2, 3, 4, 10}, 90, 10},
+		{"p90 of ten: the ninth", []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 90, 9},
+		{"p91 of ten: the tenth", []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 91, 10},
+		{"p0 is min", []float64{3, 5, 9}, 0, 3},
+		{"p100 is max", []float64{3, 5, 9}, 100, 9},
+		{"clamped", []float64{3, 5, 9}, 150, 9},
+	} {
+		if got := NearestRank(tc.xs, tc.q); got != tc.want {
+			t.Errorf("%s: NearestRank(%v, %g) = %g, want %g", tc.name, tc.xs, tc.q, got, tc.want)
+		}
+	}
+	if !math.IsNaN(NearestRank([]float64{1}, math.NaN())) {
+		t.Error("NaN percentile is not NaN")
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"sync"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/llm/sched/fcfs"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
+	"github.com/plan-dev/plan/internal/quantile"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -182,21 +182,14 @@ func Judge(classes []llmspec.LLMClass, reqs []llm.Request, cls []int, res []llm.
 	return out
 }
 
-// pcts are the p50, p90 and p99 of xs by linear interpolation between order statistics
-// (numpy's default, as internal/quantile).
+// pcts are the p50, p90 and p99 of xs (internal/quantile's definition), rounded to whole µs.
 func pcts(xs []float64) Pcts {
 	if len(xs) == 0 {
 		return Pcts{}
 	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	at := func(q float64) float64 {
-		h := q * float64(len(s)-1)
-		lo := int(math.Floor(h))
-		hi := min(lo+1, len(s)-1)
-		return math.Round(s[lo] + (h-float64(lo))*(s[hi]-s[lo]))
-	}
-	return Pcts{P50: at(0.5), P90: at(0.9), P99: at(0.99)}
+	s := quantile.Sorted(xs)
+	at := func(q float64) float64 { return math.Round(quantile.Percentile(s, q)) }
+	return Pcts{P50: at(50), P90: at(90), P99: at(99)}
 }
 
 // Evaluation is a candidate's capacity: the highest total rate (req/s) one unit serves of

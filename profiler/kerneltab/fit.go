@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/plan-dev/plan/internal/quantile"
 	"github.com/plan-dev/plan/profiler/gpus"
 	"github.com/plan-dev/plan/profiler/roofline"
 )
@@ -104,7 +105,7 @@ func errorsOf(k roofline.Kernels, ss []sample) Errors {
 	out := Errors{}
 	for op, e := range by {
 		sort.Float64s(e)
-		out[op] = [2]float64{quantile(e, 0.5), quantile(e, 0.9)}
+		out[op] = [2]float64{quantile.NearestRank(e, 50), quantile.NearestRank(e, 90)}
 	}
 	return out
 }

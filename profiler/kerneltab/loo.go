@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/plan-dev/plan/internal/quantile"
 )
 
 // LOOStats is how well interpolation predicts measured points it was not given
@@ -62,16 +64,11 @@ func (t *Tables) LeaveOneOut(table string, stride int, filter func(slice string,
 		return st
 	}
 	sort.Float64s(errs)
-	st.MedianPct = quantile(errs, 0.5)
-	st.P90Pct = quantile(errs, 0.9)
+	// Nearest rank: the error band names errors a measured point really had.
+	st.MedianPct = quantile.NearestRank(errs, 50)
+	st.P90Pct = quantile.NearestRank(errs, 90)
 	st.MaxPct = errs[len(errs)-1]
 	return st
-}
-
-// quantile of sorted values, nearest rank.
-func quantile(sorted []float64, q float64) float64 {
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
 // LLMShapes keeps the nodes a dense decoder's step runs on one GPU of a tensor-parallel

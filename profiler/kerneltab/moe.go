@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/plan-dev/plan/internal/quantile"
 	"github.com/plan-dev/plan/profiler/gpus"
 )
 
@@ -261,5 +262,5 @@ func (t *Tables) MoEShapeLOO(dt DType, maxTokens float64) (median, p90 float64, 
 		return 0, 0, 0
 	}
 	sort.Float64s(errs)
-	return quantile(errs, 0.5), quantile(errs, 0.9), len(errs)
+	return quantile.NearestRank(errs, 50), quantile.NearestRank(errs, 90), len(errs)
 }

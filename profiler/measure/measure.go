@@ -15,12 +15,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/quantile"
 	"github.com/plan-dev/plan/profiler/graph"
 	"github.com/plan-dev/plan/profiler/onnx"
 )
@@ -501,7 +501,7 @@ func repeat(ctx context.Context, groups [][]session, opts Options) ([][]float64,
 		if k := max(opts.MinRepeats/2, 1); (n-opts.MinRepeats)%k == 0 {
 			stable := true
 			for i := range groups {
-				med := quantile(samples[i], 0.5)
+				med := quantile.Of(samples[i], 50)
 				if prev[i] <= 0 || math.Abs(med-prev[i]) > stableRel*prev[i] {
 					stable = false
 				}
@@ -515,21 +515,8 @@ func repeat(ctx context.Context, groups [][]session, opts Options) ([][]float64,
 	return samples, nil
 }
 
-// quantile is the q-quantile with linear interpolation.
-func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	pos := q * float64(len(s)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(s)-1)
-	return s[lo] + (pos-float64(lo))*(s[hi]-s[lo])
-}
-
 func summarize(xs []float64) Stats {
-	st := Stats{MedianUs: quantile(xs, 0.5), P90Us: quantile(xs, 0.9), MinUs: quantile(xs, 0), Repeats: len(xs)}
+	st := Stats{MedianUs: quantile.Of(xs, 50), P90Us: quantile.Of(xs, 90), MinUs: quantile.Of(xs, 0), Repeats: len(xs)}
 	var mean float64
 	for _, x := range xs {
 		mean += x

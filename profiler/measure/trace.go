@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/plan-dev/plan/internal/quantile"
 	"github.com/plan-dev/plan/profiler/graph"
 )
 
@@ -138,7 +139,7 @@ func (tr *Trace) Attribute(g *graph.Graph, warmup int) (layers []LayerTime, unat
 	matched, own := tr.matchKernels(g)
 	groups, memberOf, unattributed := tr.kernelGroups(g, producers, matched, own, warmup)
 	attachUnmatched(g, producers, groups, memberOf)
-	return spreadGroups(g, groups), unattributed, quantile(steady(tr.Runs, warmup), 0.5)
+	return spreadGroups(g, groups), unattributed, quantile.Of(steady(tr.Runs, warmup), 50)
 }
 
 // subResolutionUs is the time of a kernel whose median duration ONNX Runtime's profiler
@@ -231,7 +232,7 @@ func (tr *Trace) kernelGroups(g *graph.Graph, producers map[string]int, matched 
 	for k, name := range tr.Order {
 		// ONNX Runtime's profiler writes whole µs: a kernel that ran in under one reads 0.
 		// It ran, so it counts as half the resolution (the middle of [0, 1) µs), never 0.
-		med := max(quantile(steady(tr.Kernels[name], warmup), 0.5), subResolutionUs)
+		med := max(quantile.Of(steady(tr.Kernels[name], warmup), 50), subResolutionUs)
 		l := matched[k]
 		if l < 0 {
 			unattributed += med

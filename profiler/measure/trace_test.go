@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plan-dev/plan/internal/quantile"
 	"github.com/plan-dev/plan/profiler/graph"
 	"github.com/plan-dev/plan/profiler/onnx/onnxtest"
 )
@@ -107,7 +108,7 @@ func TestTraceGolden(t *testing.T) {
 		sumLayers += l.Us
 	}
 	for _, k := range tr.Order {
-		sumKernels += quantile(steady(tr.Kernels[k], 1), 0.5)
+		sumKernels += quantile.Of(steady(tr.Kernels[k], 1), 50)
 	}
 	if d := sumLayers + unattr - sumKernels; d > 1e-6 || d < -1e-6 {
 		t.Errorf("layers %.3f + unattributed %.3f != kernels %.3f", sumLayers, unattr, sumKernels)
