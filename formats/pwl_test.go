@@ -28,3 +28,34 @@ func TestPWLAt(t *testing.T) {
 		})
 	}
 }
+
+// TestPWLEval: at whole tokens it is PWLAt; between them it interpolates; a repeated last
+// token (which validation refuses) reads flat rather than dividing by zero.
+func TestPWLEval(t *testing.T) {
+	two := []PWLPoint{{Tokens: 10, Us: 100}, {Tokens: 20, Us: 300}}
+	falling := []PWLPoint{{Tokens: 10, Us: 300}, {Tokens: 20, Us: 100}}
+	for _, p := range [][]PWLPoint{two, falling, two[:1], nil} {
+		for x := 0; x <= 40; x++ {
+			if a, e := PWLAt(p, x), PWLEval(p, float64(x)); a != e {
+				t.Errorf("%v at %d: PWLAt %g, PWLEval %g", p, x, a, e)
+			}
+		}
+	}
+	cases := []struct {
+		name string
+		p    []PWLPoint
+		x    float64
+		want float64
+	}{
+		{"fractional between", two, 12.5, 150},
+		{"fractional above", two, 20.5, 310},
+		{"fractional below", two, 0.5, 100},
+		{"falling, fractional above: flat", falling, 25.5, 100},
+		{"repeated last token", []PWLPoint{{Tokens: 10, Us: 100}, {Tokens: 10, Us: 200}}, 30, 200},
+	}
+	for _, c := range cases {
+		if got := PWLEval(c.p, c.x); got != c.want {
+			t.Errorf("%s: PWLEval(%v, %g) = %g, want %g", c.name, c.p, c.x, got, c.want)
+		}
+	}
+}

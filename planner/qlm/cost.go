@@ -80,27 +80,6 @@ func quantiles(t llmspec.TokenProfile, z []float64) []float64 {
 	return out
 }
 
-// pwl evaluates a piecewise-linear time (flat below the first point, the last segment
-// extended above the last), as formats.LLMIteration documents.
-func pwl(pts []formats.PWLPoint, tokens float64) float64 {
-	if len(pts) == 0 {
-		return 0
-	}
-	if tokens <= float64(pts[0].Tokens) || len(pts) == 1 {
-		return pts[0].Us
-	}
-	for i := 1; i < len(pts); i++ {
-		if tokens <= float64(pts[i].Tokens) || i == len(pts)-1 {
-			a, b := pts[i-1], pts[i]
-			if b.Tokens == a.Tokens {
-				return b.Us
-			}
-			return a.Us + (b.Us-a.Us)*(tokens-float64(a.Tokens))/float64(b.Tokens-a.Tokens)
-		}
-	}
-	return pts[len(pts)-1].Us
-}
-
 // Capacity is the request rate one instance of pr sustains for requests of in prompt and out
 // output tokens within f·slo, and the batch it runs at (0, 0 when none meets it). With B
 // sequences decoding, each iteration takes dec(B) + c·B·(in + out/2) µs (the profile's decode
@@ -148,7 +127,7 @@ func newLifeModel(pr *formats.LLMProfile) lifeModel {
 		}
 		m.ctxCoef = it.DecodeUsPerContextToken
 		if len(it.Decode) > 0 {
-			m.dec = func(b float64) float64 { return pwl(it.Decode, b) }
+			m.dec = func(b float64) float64 { return formats.PWLEval(it.Decode, b) }
 		}
 	}
 	return m
@@ -157,7 +136,7 @@ func newLifeModel(pr *formats.LLMProfile) lifeModel {
 // prefillUs is the prefill time of an in-token prompt.
 func (m lifeModel) prefillUs(in float64) float64 {
 	if it := m.pr.Iteration; it != nil && len(it.Prefill) > 0 {
-		return pwl(it.Prefill, in)
+		return formats.PWLEval(it.Prefill, in)
 	}
 	return m.pr.PrefillBaseUs + m.pr.PrefillUsPerToken*in
 }
