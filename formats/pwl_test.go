@@ -1,14 +1,20 @@
 package formats
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
-func TestPWLAt(t *testing.T) {
+// TestPWL: the reading LLMIteration documents, at whole tokens (PWLAt) and fractional ones
+// (PWLEval, which PWLAt is at whole tokens); a repeated last token (which validation
+// refuses) reads flat rather than dividing by zero.
+func TestPWL(t *testing.T) {
 	two := []PWLPoint{{Tokens: 10, Us: 100}, {Tokens: 20, Us: 300}}
 	falling := []PWLPoint{{Tokens: 10, Us: 300}, {Tokens: 20, Us: 100}}
 	cases := []struct {
 		name string
 		p    []PWLPoint
-		x    int
+		x    float64
 		want float64
 	}{
 		{"empty", nil, 5, 0},
@@ -19,34 +25,6 @@ func TestPWLAt(t *testing.T) {
 		{"one point is flat", two[:1], 50, 100},
 		{"a falling last segment is flat above", falling, 40, 100},
 		{"a falling segment is used as measured", falling, 15, 200},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := PWLAt(c.p, c.x); got != c.want {
-				t.Fatalf("PWLAt(%v, %d) = %g, want %g", c.p, c.x, got, c.want)
-			}
-		})
-	}
-}
-
-// TestPWLEval: at whole tokens it is PWLAt; between them it interpolates; a repeated last
-// token (which validation refuses) reads flat rather than dividing by zero.
-func TestPWLEval(t *testing.T) {
-	two := []PWLPoint{{Tokens: 10, Us: 100}, {Tokens: 20, Us: 300}}
-	falling := []PWLPoint{{Tokens: 10, Us: 300}, {Tokens: 20, Us: 100}}
-	for _, p := range [][]PWLPoint{two, falling, two[:1], nil} {
-		for x := 0; x <= 40; x++ {
-			if a, e := PWLAt(p, x), PWLEval(p, float64(x)); a != e {
-				t.Errorf("%v at %d: PWLAt %g, PWLEval %g", p, x, a, e)
-			}
-		}
-	}
-	cases := []struct {
-		name string
-		p    []PWLPoint
-		x    float64
-		want float64
-	}{
 		{"fractional between", two, 12.5, 150},
 		{"fractional above", two, 20.5, 310},
 		{"fractional below", two, 0.5, 100},
@@ -54,8 +32,15 @@ func TestPWLEval(t *testing.T) {
 		{"repeated last token", []PWLPoint{{Tokens: 10, Us: 100}, {Tokens: 10, Us: 200}}, 30, 200},
 	}
 	for _, c := range cases {
-		if got := PWLEval(c.p, c.x); got != c.want {
-			t.Errorf("%s: PWLEval(%v, %g) = %g, want %g", c.name, c.p, c.x, got, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			if got := PWLEval(c.p, c.x); got != c.want {
+				t.Fatalf("PWLEval(%v, %g) = %g, want %g", c.p, c.x, got, c.want)
+			}
+			if c.x == math.Trunc(c.x) {
+				if got := PWLAt(c.p, int(c.x)); got != c.want {
+					t.Fatalf("PWLAt(%v, %g) = %g, want %g", c.p, c.x, got, c.want)
+				}
+			}
+		})
 	}
 }

@@ -31,14 +31,22 @@ func Sorted(xs []float64) []float64 {
 // else, so it gives the same bits on either. An empty slice gives 0 (the value vllm bench
 // reports for a metric without samples). A NaN q gives NaN.
 func Percentile(sorted []float64, q float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return 0
+	if v, ok := degenerate(len(sorted), q); ok {
+		return v
 	}
-	if math.IsNaN(q) {
-		return math.NaN()
+	return PercentileAt(len(sorted), q, func(i int) float64 { return sorted[i] })
+}
+
+// degenerate is the answer of both definitions where there is nothing to rank: 0 for no
+// samples (the value vllm bench reports for a metric without any), NaN for a NaN q.
+func degenerate(n int, q float64) (float64, bool) {
+	switch {
+	case n == 0:
+		return 0, true
+	case math.IsNaN(q):
+		return math.NaN(), true
 	}
-	return PercentileAt(n, q, func(i int) float64 { return sorted[i] })
+	return 0, false
 }
 
 // PercentileAt is Percentile of n > 0 samples whose i-th order statistic (0-based) at(i)
@@ -85,11 +93,8 @@ func Of(xs []float64, q float64) float64 { return Percentile(Sorted(xs), q) }
 // [1 2 3 4 10] p90 is 10, p50 is 3. An empty slice gives 0, a NaN q NaN.
 func NearestRank(sorted []float64, q float64) float64 {
 	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	if math.IsNaN(q) {
-		return math.NaN()
+	if v, ok := degenerate(n, q); ok {
+		return v
 	}
 	q = min(max(q, 0), 100)
 	i := int(math.Ceil(float64(n)*q/100)) - 1
