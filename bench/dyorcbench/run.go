@@ -3,7 +3,6 @@ package dyorcbench
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	dp "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
+	"github.com/plan-dev/plan/internal/quantile"
 	pl "github.com/plan-dev/plan/planner/dyorc"
 	"github.com/plan-dev/plan/sim"
 )
@@ -213,7 +213,7 @@ func summarise(lat []float64) latSummary {
 	for _, x := range lat {
 		sum += x
 	}
-	return latSummary{mean: sum / float64(len(lat)), p99: lat[min(len(lat)-1, int(math.Ceil(0.99*float64(len(lat))))-1)]}
+	return latSummary{mean: sum / float64(len(lat)), p99: quantile.NearestRank(lat, 99)}
 }
 
 // simulateChange replays MIX with the pattern change at the trace's middle minute

@@ -6,13 +6,13 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/benchapi"
+	"github.com/plan-dev/plan/internal/quantile"
 	"github.com/plan-dev/plan/internal/simbench"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/load"
@@ -240,16 +240,12 @@ func (r *serveRun) cpuRow() Row {
 	return row("serve-cpu", "µs/req", "(net/http floor)", us(median(r.cpuOurs)), us(median(r.cpuFloor)), target{bound: 1.1}, note)
 }
 
-// median is xs's median (the mean of the middle two for an even count); xs is not changed.
+// median is xs's median (internal/quantile's p50: the mean of the middle two for an even
+// count); xs is not changed.
 func median(xs []time.Duration) time.Duration {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n == 0 {
-		return 0
+	f := make([]float64, len(xs))
+	for i, x := range xs {
+		f[i] = float64(x)
 	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return time.Duration(quantile.Of(f, 50))
 }

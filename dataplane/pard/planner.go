@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/internal/quantile"
 )
 
 // tick is the state planner (PARD §4.2–§4.3): publish q, T_in, μ, ε and the mode, draw the
@@ -216,7 +217,7 @@ func (p *Pipeline) wclBudgets(a *pardApp) {
 			continue
 		}
 		sort.Slice(tmp, func(i, j int) bool { return tmp[i] < tmp[j] })
-		m.wcl = tmp[min(len(tmp)-1, int(math.Ceil(0.99*float64(len(tmp))))-1)]
+		m.wcl = tmp[quantile.NearestRankIndex(len(tmp), 99)]
 	}
 	// Largest Σ WCL over source→sink paths through each module.
 	pre := map[dataplane.StageID]dataplane.Time{}

@@ -96,9 +96,15 @@ func NearestRank(sorted []float64, q float64) float64 {
 	if v, ok := degenerate(n, q); ok {
 		return v
 	}
+	return sorted[NearestRankIndex(n, q)]
+}
+
+// NearestRankIndex is the 0-based rank NearestRank reads among n > 0 sorted samples of any
+// ordered kind (⌈n·q/100⌉−1, q clamped to [0, 100]).
+func NearestRankIndex(n int, q float64) int {
 	q = min(max(q, 0), 100)
 	i := int(math.Ceil(float64(n)*q/100)) - 1
-	return sorted[min(max(i, 0), n-1)]
+	return min(max(i, 0), n-1)
 }
 
 // Mean is the arithmetic mean of xs (0 for none).

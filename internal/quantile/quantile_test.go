@@ -39,6 +39,9 @@ func TestPercentile(t *testing.T) {
 			if got := NearestRank(Sorted(tc.xs), tc.q); got != tc.nearest {
 				t.Errorf("NearestRank(%v, %g) = %g, want %g", tc.xs, tc.q, got, tc.nearest)
 			}
+			if len(tc.xs) > 0 && Sorted(tc.xs)[NearestRankIndex(len(tc.xs), tc.q)] != tc.nearest {
+				t.Errorf("NearestRankIndex(%d, %g) = %d", len(tc.xs), tc.q, NearestRankIndex(len(tc.xs), tc.q))
+			}
 		})
 	}
 	if !math.IsNaN(Percentile([]float64{1}, math.NaN())) || !math.IsNaN(NearestRank([]float64{1}, math.NaN())) {
