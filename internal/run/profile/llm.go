@@ -188,7 +188,7 @@ func (r *profileRun) llmProfiles(io *run.IO) ([]formats.LLMProfile, error) {
 	}
 	fp8Notes(ls, io)
 	if r.opt.KVCapacityTokensSet && r.opt.Import == "" {
-		if ls, err = statedKV(ls, r.opt.KVCapacityTokens, io); err != nil {
+		if ls, err = statedKV(ls, r.opt.KVCapacityTokens, r.opt.kvFrom(), io); err != nil {
 			return nil, err
 		}
 	}
@@ -402,15 +402,15 @@ func kvBudget(m llm.Model, g gpus.Spec, tp int, fp8 bool, batched, seqs int, uti
 // statedKV sets the one estimated profile's KV capacity to the server's own count
 // (--kv-capacity-tokens: vLLM's GPU blocks × block size, as its start-up log says) over
 // plan's estimate, and says so: the count is one engine's, so it names exactly one.
-func statedKV(ls []formats.LLMProfile, kv int64, io *run.IO) ([]formats.LLMProfile, error) {
+func statedKV(ls []formats.LLMProfile, kv int64, from string, io *run.IO) ([]formats.LLMProfile, error) {
 	if len(ls) != 1 {
 		var names []string
 		for _, l := range ls {
 			names = append(names, fmt.Sprintf("%s@%dx%s", l.Model, l.GPUCount, l.GPU))
 		}
-		return nil, run.UsageErrorf("--kv-capacity-tokens %d: one engine's KV capacity, but %d profiles are estimated (%s): name one model, one --gpu and one --tp", kv, len(ls), strings.Join(names, ", "))
+		return nil, run.UsageErrorf("%s: KV capacity %d: one engine's, but %d profiles are estimated (%s): name one model, one --gpu and one --tp", from, kv, len(ls), strings.Join(names, ", "))
 	}
-	fmt.Fprintf(io.Err, "note: %s on %d×%s: kv_capacity_tokens %d from --kv-capacity-tokens (plan's estimate under the engine settings: %d)\n", ls[0].Model, ls[0].GPUCount, ls[0].GPU, kv, ls[0].KVCapacityTokens)
+	fmt.Fprintf(io.Err, "note: %s on %d×%s: kv_capacity_tokens %d from %s (plan's estimate under the engine settings: %d)\n", ls[0].Model, ls[0].GPUCount, ls[0].GPU, kv, from, ls[0].KVCapacityTokens)
 	ls[0].KVCapacityTokens = kv
 	return ls, nil
 }

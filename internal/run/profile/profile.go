@@ -105,6 +105,12 @@ type Args struct {
 	// bench serve --save-result --save-detailed`'s JSON, or plan load's); the profile is
 	// Profile's entry ProfileModel, or the estimate of LLM on GPUs at TP (calibrate.go).
 	Calibrate string
+	// VLLMLog is a vLLM server's start-up log (--vllm-log): its version, non-default
+	// arguments and KV capacity fill what the flags leave unset (serverlog.go).
+	VLLMLog string
+	// KVFrom says where KVCapacityTokens came from when not --kv-capacity-tokens (the
+	// log's line).
+	KVFrom string
 	// Strict makes any warning of the fit (calibrate.Warning: too few requests, a factor
 	// near a bound, a negative overhead, a held-out error that rose, a KV mismatch) an exit-2
 	// error with nothing written (--strict).
@@ -336,6 +342,12 @@ func (r *profileRun) grid() []roofline.Point {
 // Run builds the profile a asks for, writes it to a.Out (validated, atomically) and prints
 // a summary, or with Out "-" writes the profile to stdout.
 func Run(ctx context.Context, a Args, io *run.IO) error {
+	if a.VLLMLog != "" {
+		var err error
+		if a, err = applyServerLog(a, io); err != nil {
+			return err
+		}
+	}
 	if err := checkEngineFlags(a); err != nil {
 		return err
 	}

@@ -168,7 +168,7 @@ const MinTrustedRequests = 8 * minGroup
 // the run, by send order: a replay's requests are not changed by the ones sent after them,
 // unless they preempt): a replay costs time in proportion to its requests and the search
 // runs a few hundred. The before and after errors are the whole run's replays.
-const MaxSearchRequests = 1500
+const MaxSearchRequests = 1000
 
 // nearBound is how close, relative to the end, a factor must come to its range's end for
 // WarnNearBound.

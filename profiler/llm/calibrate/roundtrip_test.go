@@ -132,7 +132,6 @@ func BenchmarkCalibrate10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	data := synthRun(b, truth, 10000, 20, true)
-	b.ReportMetric(float64(len(data))/1e6, "file-MB")
 	b.ResetTimer()
 	for range b.N {
 		run, err := calibrate.ReadBenchResult("bench.json", data, calibrate.ReadOptions{MaxModelLen: 131072, Seed: 1})
@@ -145,4 +144,5 @@ func BenchmarkCalibrate10k(b *testing.B) {
 		}
 		b.ReportMetric(float64(res.Replays), "replays")
 	}
+	b.ReportMetric(float64(len(data))/1e6, "file-MB")
 }

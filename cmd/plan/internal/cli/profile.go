@@ -49,6 +49,7 @@ type profileOptions struct {
 	expertParAlias bool
 	calibrate      string
 	strict         bool
+	vllmLog        string
 	profile        string
 	model          string
 	// engine are vLLM's server flags (profile_engine.go).
@@ -154,7 +155,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
 				TRTProfile: o.trtProfile, TRTLayers: o.trtLayers, LLM: o.llm, TP: o.tp, TPSet: ch("tp") || ch("tensor-parallel-size"), Link: o.link,
 				LinkSet: ch("link"), KVCacheDtype: o.kvCacheDtype, Quantization: o.quantization, ExpertParallel: o.expertPar || o.expertParAlias, LLMConfigs: o.llmConfigs, Explain: o.explain, Import: o.steps, GPUCount: o.gpuCount, GPUCountSet: ch("gpu-count"),
 				KVCapacityTokens: o.kvTokens, KVCapacityTokensSet: ch("kv-capacity-tokens"), Precision: o.precision,
-				TRT: o.useTRT, Seed: o.seed, Out: o.out, Calibrate: o.calibrate, Strict: o.strict, Profile: o.profile, ProfileModel: o.model,
+				TRT: o.useTRT, Seed: o.seed, Out: o.out, Calibrate: o.calibrate, Strict: o.strict, VLLMLog: o.vllmLog, Profile: o.profile, ProfileModel: o.model,
 				Systems: app.Systems}
 			if len(args) == 1 {
 				a.Model = args[0]
@@ -191,6 +192,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
 	f.BoolVar(&o.useTRT, "trt", false, "onnx backend on cuda:N: put ONNX Runtime's TensorRT execution provider in front of CUDA")
 	f.StringVar(&o.precision, "precision", "", "roofline arithmetic: fp32, tf32 or fp16 (default: TF32 where the GPU has it, else FP32, as PPipe's TensorRT builds; only the default is calibrated)")
 	f.StringVar(&o.calibrate, "calibrate", "", "fit one LLM profile (--profile FILE [--model M], or --llm MODEL --gpu GPU [--tp N]) to a measured run: vllm bench serve --save-result --save-detailed JSON")
+	f.StringVar(&o.vllmLog, "vllm-log", "", "a vLLM server's start-up log: its version, non-default args (tensor_parallel_size, max_num_seqs, max_num_batched_tokens, max_model_len, block_size, gpu_memory_utilization, enable_prefix_caching, kv_cache_dtype, quantization, enable_expert_parallel) and KV capacity (V1's \"GPU KV cache size: N tokens\", V0's \"# GPU blocks: N\") fill what the flags leave unset, on every LLM path but --calibrate --profile")
 	f.BoolVar(&o.strict, "strict", false, "with --calibrate: exit 2, writing nothing, when the fit has any warning (few-requests, near-bound, negative-overhead, held-out-worse, kv-mismatch, unfinished)")
 	f.StringVar(&o.profile, "profile", "", "with --calibrate: the LLM profile file to calibrate")
 	f.StringVar(&o.model, "model", "", "with --calibrate --profile: its LLM entry, MODEL, MODEL@GPU or MODEL@NxGPU (default: its only one)")

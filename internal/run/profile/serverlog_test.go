@@ -1,0 +1,100 @@
+package profile
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
+)
+
+var serverLogs = filepath.Join("..", "..", "..", "profiler", "llm", "testdata", "serverlogs")
+
+// TestServerLogPrecedence: --vllm-log fills the engine settings, the tensor-parallel degree,
+// the KV dtype and the KV capacity of an --llm estimate; an explicit flag wins over the log,
+// and --kv-capacity-tokens over the log's KV size.
+func TestServerLogPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	v1 := filepath.Join(serverLogs, "v1-0.11.log")
+	for _, c := range []struct {
+		name string
+		args Args
+		// want: the profile's engine settings, degree and KV capacity
+		seqs, batched, maxLen, gpus int
+		version, note               string
+		kv                          int64
+	}{
+		{name: "log only", args: Args{}, seqs: 128, batched: 4096, maxLen: 8192, gpus: 2, version: "0.11", kv: 686320,
+			note: "KV capacity 686320 tokens (GPU KV cache size: 686,320 tokens)"},
+		{name: "flags win", args: Args{Engine: &formats.LLMEngine{MaxNumSeqs: 64, VLLMVersion: "0.10"}, EngineFlags: []string{"max-num-seqs", "vllm-version"},
+			KVCapacityTokens: 50000, KVCapacityTokensSet: true},
+			seqs: 64, batched: 4096, maxLen: 8192, gpus: 2, version: "0.10", kv: 50000, note: "the flags win: --vllm-version 0.10 over the log's 0.11.0; --max-num-seqs over the log's max_num_seqs 128"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := c.args
+			a.VLLMLog, a.LLM, a.GPUs, a.Out = v1, "llama-3.1-8b", []string{"H100"}, filepath.Join(dir, c.name+".json")
+			a.Partition, a.Blocks, a.Link = "min-traffic", 10, "auto"
+			io, _, errb := calibrateIO()
+			if err := Run(context.Background(), a, io); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(errb.String(), c.note) {
+				t.Errorf("stderr does not say %q:\n%s", c.note, errb.String())
+			}
+			doc, err := formats.ReadProfileFor(a.Out, formats.UsePlan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := doc.LLMs[0]
+			e := p.Engine
+			if e == nil || e.MaxNumSeqs != c.seqs || e.MaxNumBatchedTokens != c.batched || e.MaxModelLen != c.maxLen || e.VLLMVersion != c.version || p.GPUCount != c.gpus || p.KVCapacityTokens != c.kv {
+				t.Errorf("engine %+v, %d GPUs, KV %d; want seqs %d, batched %d, len %d, version %s, %d GPUs, KV %d", e, p.GPUCount, p.KVCapacityTokens, c.seqs, c.batched, c.maxLen, c.version, c.gpus, c.kv)
+			}
+			if p.Engine.GPUMemoryUtilization != 0.85 || p.Engine.EnablePrefixCaching == nil || *p.Engine.EnablePrefixCaching {
+				t.Errorf("engine %+v: want the log's gpu_memory_utilization 0.85 and no prefix caching", e)
+			}
+		})
+	}
+}
+
+// TestServerLogRefuses: --vllm-log where its settings cannot apply, or with a bad log, is an
+// exit-2 error naming the flag (and the log and key).
+func TestServerLogRefuses(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.json")
+	bad := filepath.Join(dir, "bad.log")
+	writeFile(t, bad, "INFO non-default args: {'max_num_seqs': 0}\n")
+	old := filepath.Join(dir, "old.log")
+	writeFile(t, old, "INFO vLLM API server version 0.4.2\n")
+	for _, c := range []struct {
+		name string
+		args Args
+		want string
+	}{
+		{"with --profile", Args{VLLMLog: filepath.Join(serverLogs, "v1-0.11.log"), Calibrate: benchFixture, Profile: "p.json", Out: out}, "--vllm-log: not with --calibrate --profile p.json"},
+		{"no LLM", Args{VLLMLog: filepath.Join(serverLogs, "v1-0.11.log"), Zoo: "resnet50", Out: out}, "--vllm-log: a vLLM server's log: only with an LLM"},
+		{"missing", Args{VLLMLog: filepath.Join(dir, "none.log"), LLM: "llama-3.1-8b", Out: out}, "--vllm-log: "},
+		{"bad value", Args{VLLMLog: bad, LLM: "llama-3.1-8b", Out: out}, "bad.log: max_num_seqs: \"0\": must be a whole number in [1, 65536]"},
+		{"old version", Args{VLLMLog: old, LLM: "llama-3.1-8b", Out: out}, "old.log: vLLM version 0.4.2: not modelled"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			io, _, _ := calibrateIO()
+			err := Run(context.Background(), c.args, io)
+			var ee *run.ExitError
+			if !errors.As(err, &ee) || ee.Code != run.ExitUsage || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want exit 2 saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
