@@ -120,6 +120,13 @@ type Options struct {
 	// rate_rps (cost.go).
 	Objective string
 
+	// Reserve, when set, is the wall time the caller needs after the solve for a plan whose
+	// models' target rates add up to rps requests/s (plan solve's prediction of it): the
+	// solve ends that much before TimeLimit, at most half of it, so that TimeLimit bounds
+	// the whole command. It is asked again as the solve learns how large the plan will be
+	// (the NP plan, then the LP bound).
+	Reserve func(rps float64) time.Duration
+
 	// hooks are what tests and diagnostics inject into the solve (nil: none).
 	hooks *solveHooks
 }

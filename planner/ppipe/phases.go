@@ -45,6 +45,7 @@ func (s *session) ppipe() (solved, error) {
 	if err != nil {
 		return solved{}, err
 	}
+	s.reserveFor(inc.obj)
 	st := stats{}
 	countOptions(&st, spaces)
 	var lp *solver.Result // the LP relaxation of full, for reduced-cost fixing
@@ -54,6 +55,7 @@ func (s *session) ppipe() (solved, error) {
 			return solved{}, err
 		}
 		inc, lp = g.inc, g.lp
+		s.reserveFor(inc.bound)
 	}
 	// Only the max-min objective over several models makes the counts the hard part: with
 	// one model the full MILP closes the gap about as fast as the relaxation solves.

@@ -16,7 +16,8 @@ type Violation struct {
 	Where string
 	// Rule names the constraint: budget (GPUs), latency (pipeline ≤ T'), latency-sum,
 	// stage-latency, transfer, throughput (stage = X·count, pipeline ≤ slowest stage),
-	// throughput-sum, contiguity, batch, gpu, vgpu, count, slo-budget, model, plan.
+	// throughput-sum, served (throughput_rps ≠ what the prediction serves within the SLO),
+	// contiguity, batch, gpu, vgpu, count, slo-budget, model, plan.
 	Rule   string
 	Detail string
 }
@@ -32,7 +33,8 @@ func (v Violation) String() string {
 // without the solver: GPU budget with physical rounding, stage latency and transfer against
 // the profile and NIC bandwidth, pipeline latency ≤ the planning budget T', the budget itself
 // (T − round(α·T)), throughput arithmetic (stage = X·count, pipeline = min over stages,
-// model = Σ pipelines), contiguous cuts covering every block, and one profiled batch per
+// model = Σ pipelines, or where the plan records its prediction what that prediction says the
+// model serves within its SLO, served.go), contiguous cuts covering every block, and one profiled batch per
 // pipeline. It returns every violation found (nil = the plan is consistent).
 func Verify(pl *formats.Plan) []Violation {
 	v := &verifier{}
@@ -51,7 +53,7 @@ func Verify(pl *formats.Plan) []Violation {
 			v.add(mw, "model", "listed twice")
 		}
 		seen[m.Model] = true
-		v.model(pp, m, mw)
+		v.model(pl, pp, m, mw)
 	}
 	v.budget(pp)
 	return v.out
@@ -121,8 +123,10 @@ func (v *verifier) findModel(name string) *formats.ModelProfile {
 	return nil
 }
 
-// model checks one model: its budget, each pipeline, and its throughput sums.
-func (v *verifier) model(pp *ppipesec.PPipePlan, m ppipesec.PPipeModelPlan, mw string) {
+// model checks one model: its budget, each pipeline, and its throughput sums. A plan that
+// records its prediction states what the model serves within its SLO (served.go), at most
+// what its pipelines carry; one without states their capacity.
+func (v *verifier) model(pl *formats.Plan, pp *ppipesec.PPipePlan, m ppipesec.PPipeModelPlan, mw string) {
 	T := m.SLO.Microseconds()
 	if want := T - math.Round(pp.SLOMargin*T); !near(m.BudgetUs, want) {
 		v.add(mw, "slo-budget", "budget_us %g ≠ T − round(α·T) = %g (slo %s, α %g)", m.BudgetUs, want, m.SLO, pp.SLOMargin)
@@ -144,10 +148,14 @@ func (v *verifier) model(pp *ppipesec.PPipePlan, m ppipesec.PPipeModelPlan, mw s
 		v.pipeline(pp, m, p, mp, pw)
 		sum += p.ThroughputRPS
 	}
-	if m.TargetRPS > m.ThroughputRPS*(1+relTol)+absTol {
-		v.add(mw, "throughput-sum", "target_rps %g > throughput_rps %g: the pipelines cannot carry the target", m.TargetRPS, m.ThroughputRPS)
+	if m.TargetRPS > sum*(1+relTol)+absTol {
+		v.add(mw, "throughput-sum", "target_rps %g > Σ pipelines = %g: the pipelines cannot carry the target", m.TargetRPS, sum)
 	}
-	if !near(m.ThroughputRPS, sum) {
+	served, predicted := ServedRPS(pl, m)
+	switch {
+	case predicted && !near(m.ThroughputRPS, served):
+		v.add(mw, "served", "throughput_rps %g ≠ %g, what the plan's prediction serves within the SLO (sustained_rps, at most the pipelines' %g): a plan states what it serves", m.ThroughputRPS, served, sum)
+	case !predicted && !near(m.ThroughputRPS, sum):
 		v.add(mw, "throughput-sum", "throughput_rps %g ≠ Σ pipelines = %g", m.ThroughputRPS, sum)
 	}
 }

@@ -312,7 +312,7 @@ func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, p
 			val, lim = a.SustainedRPS, rec.SustainedRPS*(1-tol)
 			line += fmt.Sprintf("; it recorded sustaining %.4g req/s (tolerance %.2f%%)", rec.SustainedRPS, tol*100)
 		case stated && !a.Meets:
-			line += fmt.Sprintf("; its stated %.4g req/s is a capacity past what it serves within its SLO: size by %.4g req/s", a.RateRPS, a.SustainedRPS)
+			line += fmt.Sprintf("; %.4g req/s, the rate it was simulated at, is a capacity past what it serves within its SLO: size by %.4g req/s", a.RateRPS, a.SustainedRPS)
 		}
 		if name == missCheck && allowMiss {
 			line += " (--allow-miss)"

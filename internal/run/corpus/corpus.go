@@ -42,6 +42,9 @@ type Options struct {
 	Seed  uint64
 	First int
 	Cases int
+	// Authors runs the corpus of the authors' own set-up (gen.Authors: three-model groups
+	// on 25 + 75 GPUs, SLO 5× the L4 latency, their flags) instead of the general one.
+	Authors bool
 	// TimeLimit is each solve's --time-limit.
 	TimeLimit time.Duration
 	// Dir is where each case's files and plan are written (a folder per case).
@@ -72,6 +75,9 @@ type Outcome struct {
 	// Sustained is each model's sustained_rps over its stated rate in the written plan's
 	// prediction: how far the planner's capacity model is from the simulation that judges it.
 	Sustained []float64 `json:"sustained_share,omitempty"`
+	// SolveSeconds is the solve command's wall time (inputs to written plan, prediction
+	// included), which its --time-limit bounds.
+	SolveSeconds float64 `json:"solve_seconds"`
 	// Panic is a recovered panic's value and stack.
 	Panic   string  `json:"panic,omitempty"`
 	Seconds float64 `json:"seconds"`
@@ -96,6 +102,9 @@ type Report struct {
 	NoPlanInTime int `json:"no_plan_in_time"`
 	Panics       int `json:"panics"`
 	CheckFail    int `json:"check_failed"`
+	// OverLimit counts the solves whose wall time passed their --time-limit by more than
+	// 2% (a machine busy with other work stretches them; not a broken case).
+	OverLimit int `json:"over_limit"`
 	// Reasons counts the refusals by the start of their message.
 	Reasons  map[string]int `json:"refusal_reasons"`
 	Outcomes []Outcome      `json:"outcomes"`
@@ -126,7 +135,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	outs := make([]Outcome, o.Cases)
 	done := 0
 	_, err := sim.Parallel(ctx, o.Cases, o.Parallel, func(i int) error {
-		outs[i] = runCase(ctx, o, gen.Generate(o.Seed, o.First+i))
+		c := gen.Generate(o.Seed, o.First+i)
+		if o.Authors {
+			c = gen.Authors(o.Seed, o.First+i)
+		}
+		outs[i] = runCase(ctx, o, c)
 		return nil
 	}, func(i, finished int, _ error) {
 		done = finished
@@ -140,6 +153,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep := &Report{Seed: o.Seed, Cases: o.Cases, Reasons: map[string]int{}, Outcomes: outs}
 	for i := range outs {
 		x := &outs[i]
+		if x.SolveSeconds > 1.02*o.TimeLimit.Seconds() {
+			rep.OverLimit++
+		}
 		switch {
 		case x.Panic != "" || x.SolveExit < 0:
 			rep.Panics++
@@ -204,6 +220,7 @@ func runCase(ctx context.Context, o Options, c gen.Case) (out Outcome) {
 	out.Command = cmd + " -o plan.json"
 	planPath := filepath.Join(dir, "plan.json")
 	var sout, serr bytes.Buffer
+	solveStart := time.Now()
 	io := &run.IO{Streams: run.Streams{Out: &sout, Err: &serr}, Quiet: true}
 	err := solve.Run(ctx, solve.Args{
 		Systems: o.Systems,
@@ -212,6 +229,7 @@ func runCase(ctx context.Context, o Options, c gen.Case) (out Outcome) {
 		Strategy: c.Strategy, TimeLimit: o.TimeLimit, Out: planPath, Deterministic: true, PlannerFlags: pf,
 		ToolVersion: "corpus",
 	}, io)
+	out.SolveSeconds = time.Since(solveStart).Seconds()
 	out.SolveExit, out.SolveErr = exitCode(err), strings.ReplaceAll(errText(err), dir+string(filepath.Separator), "")
 	out.NoPlanInTime = errors.Is(err, planner.ErrNoSolution)
 	if out.SolveExit != 0 {

@@ -157,30 +157,48 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	task.Clear()
 	reportPlanner(io, pl)
 	if err != nil {
-		return solveError(withFileNames(err, a.Inputs, sys))
+		err = withFileNames(err, a.Inputs, sys)
+		if refusedTarget(ctx, err) {
+			return explainFailure(ctx, a, io, sys, in, settings, err, nil)
+		}
+		return solveError(err)
 	}
 	if settings.Objective == planner.ObjectiveCost && plan.Fleet == nil {
 		return run.UsageErrorf("--objective cost: the %s planner has no cost objective yet (nothing written)", sys.Name)
+	}
+	stated := ""
+	if ps, ok := pl.(predictionStater); ok {
+		if stated, err = ps.StatePrediction(plan, a.AcceptMiss); err != nil {
+			return solveError(withFileNames(err, a.Inputs, sys))
+		}
 	}
 	if pr := plan.Prediction; !pr.Meets && pr.Basis == formats.PredictionBasisRates && !a.AcceptMiss {
 		of := ""
 		if n := predict.ArrivalsName(pr); n != "" {
 			of = " of " + n
 		}
-		return run.UsageErrorf("the plan misses its target at the workload's rates, in simulation%s: %s (nothing written; --accept-miss writes it with the miss recorded)",
-			of, strings.Join(predict.Misses(pr), "; "))
+		return explainFailure(ctx, a, io, sys, in, settings, fmt.Errorf("the plan misses its target at the workload's rates, in simulation%s: %s (nothing written; --accept-miss writes it with the miss recorded)",
+			of, strings.Join(predict.Misses(pr), "; ")), plan)
 	}
 	if err := formats.WriteFile(a.Out, plan, a.Systems.Sections()); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
 	}
 	reportFleet(io, plan)
-	return report(io, a.Out, sys, plan)
+	return report(io, a.Out, sys, plan, stated)
+}
+
+// predictionStater is a planner whose plan states what it serves by its own prediction
+// (PPipe: each model's throughput_rps is what it serves within its SLO, the formulation's
+// capacity past that is no claim), applied once the prediction is complete, before the plan
+// is written. note is its summary line ("" = none); an error refuses the plan.
+type predictionStater interface {
+	StatePrediction(plan *formats.Plan, acceptMiss bool) (note string, err error)
 }
 
 // report prints the written plan: its system's tables, the prediction and the summary line
 // on stdout (or the plan as JSON), a miss or a stated throughput past what the plan serves
 // on stderr.
-func report(io *run.IO, out string, sys system.System, plan *formats.Plan) error {
+func report(io *run.IO, out string, sys system.System, plan *formats.Plan, stated string) error {
 	pv := plan.Provenance
 	if pv.Solver != "" && statusClaim(pv) != "optimal" {
 		fmt.Fprintf(io.Err, "plan: %s: wrote the best plan found; objective %.4g, %s\n", pv.Status, pv.Objective, boundGap(pv, "%.2f"))
@@ -198,8 +216,14 @@ func report(io *run.IO, out string, sys system.System, plan *formats.Plan) error
 	}
 	fmt.Fprintf(io.Out, "\n%s\n", predict.Line(plan.Prediction))
 	fmt.Fprintln(io.Out, summaryLine(sys.Name, pv))
+	if stated != "" {
+		// The planner stated what the plan serves (predictionStater): that is the plan's
+		// claim, with the formulation's objective beside it.
+		fmt.Fprintln(io.Out, stated)
+	}
 	switch pr := plan.Prediction; {
 	case pr.Meets:
+	case stated != "" && pr.Basis == formats.PredictionBasisStated:
 	case pr.Basis == formats.PredictionBasisStated:
 		// The plan states what its pipelines carry; what it serves within the SLO is less,
 		// and both are in the plan (a note, not a miss: no rate was asked of it).

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/plan-dev/plan/bench/ppipebench"
 	"github.com/plan-dev/plan/dataplane"
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+	"github.com/plan-dev/plan/dataplane/workload"
 	xppipe "github.com/plan-dev/plan/export/ppipe"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
@@ -70,6 +72,8 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	opts := f.Options()
 	opts.Deterministic, opts.Progress, opts.ToolVersion = s.Deterministic, s.Progress, s.ToolVersion
 	opts.Objective = s.Objective
+	cpu0, _ := cpuTime()
+	opts.Reserve = reserveFrom(time.Now(), cpu0)
 	plan, err := ppipe.Solve(ctx, ppipe.Inputs{Profiles: in.Profiles, Cluster: in.Cluster, Workload: in.Workload, Refs: in.Refs}, opts)
 	if err != nil {
 		return nil, err
@@ -81,6 +85,81 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		return nil, err
 	}
 	return plan, nil
+}
+
+// The wall time plan solve's prediction of a PPipe plan takes (sim.Predict: the runs at load
+// 1 and their replications, then the headroom search's loads, each replicated where it
+// decides), which the solve leaves it within --time-limit (ppipe.Options.Reserve). A run
+// simulates at most workload.PredictionMaxRequests arrivals; predictionRuns is about the
+// most runs a prediction makes (3 at load 1, 6 loads below it, the bisections'); the cost
+// per simulated request is about 1 µs of CPU for the reservation dispatcher on 100 GPUs
+// (the bundled 3-model, 2,900 req/s plans: 0.8 s for about 700k requests), doubled for a
+// busy machine; predictionFixed is the deployment, the writing and the process's own.
+const (
+	predictionRuns    = 20
+	simCostPerRequest = 2 * time.Microsecond
+	predictionFixed   = 150 * time.Millisecond
+)
+
+// predictionReserve is the wall time to leave for the prediction of a plan whose models'
+// target rates add up to rps requests/s, on a machine that gives this process share of a
+// CPU (its CPU time over its wall time so far: a machine busy with other work stretches
+// the prediction's wall time as much).
+func predictionReserve(rps, share float64) time.Duration {
+	perRun := math.Min(workload.PredictionMaxRequests, rps*workload.PredictionSpan([]float64{rps}))
+	cpu := predictionFixed + time.Duration(perRun*predictionRuns*float64(simCostPerRequest))
+	return time.Duration(float64(cpu) / min(1, max(share, minCPUShare)))
+}
+
+// minCPUShare bounds how busy predictionReserve takes the machine to be: below a tenth of a
+// CPU the solve is given half the time limit anyway (ppipe.Options.Reserve's cap).
+const minCPUShare = 0.1
+
+// reserveFrom is ppipe.Options.Reserve for a solve that started at wall0 with the process
+// at cpu0 of CPU time: the share is measured over the solve so far.
+func reserveFrom(wall0 time.Time, cpu0 time.Duration) func(float64) time.Duration {
+	return func(rps float64) time.Duration {
+		share := 1.0
+		if cpu, ok := cpuTime(); ok {
+			if wall := time.Since(wall0); wall > 0 {
+				share = float64(cpu-cpu0) / float64(wall)
+			}
+		}
+		return predictionReserve(rps, share)
+	}
+}
+
+// StatePrediction applies the rule a PPipe plan states its throughput by (ppipe.StateServed)
+// to the plan plan solve is about to write, whose prediction is complete: every model's
+// throughput_rps becomes what it serves within its SLO, the formulation's objective stays in
+// provenance.objective. note says both for the summary; err refuses a plan where some model
+// serves nothing within its SLO (planner.ErrInfeasible: bad input for the cluster given),
+// unless acceptMiss.
+func (o *Planner) StatePrediction(plan *formats.Plan, acceptMiss bool) (note string, err error) {
+	pp := ppipesec.PlanOf(plan)
+	if pp == nil || plan.Prediction == nil {
+		return "", nil
+	}
+	capacity := map[string]float64{}
+	for _, m := range pp.Models {
+		for _, p := range m.Pipelines {
+			capacity[m.Model] += p.ThroughputRPS
+		}
+	}
+	bad := ppipe.StateServed(plan)
+	if len(bad) > 0 && !acceptMiss {
+		var probs []string
+		for _, u := range bad {
+			probs = append(probs, fmt.Sprintf("%s: %s", u, planner.ErrInfeasible))
+		}
+		return "", &planner.InputError{Problems: probs}
+	}
+	var parts []string
+	for _, m := range ppipesec.PlanOf(plan).Models {
+		parts = append(parts, fmt.Sprintf("%s %.4g req/s (capacity %.4g)", m.Model, m.ThroughputRPS, capacity[m.Model]))
+	}
+	return fmt.Sprintf("throughput stated as served within the SLO in simulation: %s; the formulation's objective %.4g (provenance.objective)",
+		strings.Join(parts, ", "), plan.Provenance.Objective), nil
 }
 
 // rateMisses refuses a plan whose guaranteed rate (target_rps, load factor 1.0) is below a
@@ -136,9 +215,16 @@ func Render(plan *formats.Plan) []planner.Table {
 			}
 		}
 	}
-	t2.Header = []string{"MODEL", "SLO", "BUDGET_MS", "WEIGHT", "PIPELINES", "THROUGHPUT_RPS", "TARGET_RPS"}
+	// THROUGHPUT_RPS is what the plan states (what it serves within the SLO where it records
+	// its prediction, ppipe.StateServed), CAPACITY_RPS what its pipelines carry.
+	t2.Header = []string{"MODEL", "SLO", "BUDGET_MS", "WEIGHT", "PIPELINES", "THROUGHPUT_RPS", "CAPACITY_RPS", "TARGET_RPS"}
 	for _, m := range pp.Models {
-		t2.Rows = append(t2.Rows, []string{m.Model, m.SLO.String(), ms(m.BudgetUs), fmt.Sprintf("%g", m.Weight), strconv.Itoa(len(m.Pipelines)), fmt.Sprintf("%.1f", m.ThroughputRPS), fmt.Sprintf("%.1f", m.TargetRPS)})
+		capacity := 0.0
+		for _, p := range m.Pipelines {
+			capacity += p.ThroughputRPS
+		}
+		t2.Rows = append(t2.Rows, []string{m.Model, m.SLO.String(), ms(m.BudgetUs), fmt.Sprintf("%g", m.Weight), strconv.Itoa(len(m.Pipelines)),
+			fmt.Sprintf("%.1f", m.ThroughputRPS), fmt.Sprintf("%.1f", capacity), fmt.Sprintf("%.1f", m.TargetRPS)})
 	}
 	t3.Header = []string{"GPU", "CLASS", "GPUS USED", "GPUS TOTAL", "USE"}
 	for _, g := range pp.GPUUse {

@@ -85,7 +85,7 @@ func Generate(seed uint64, index int) Case {
 	var descr []string
 	for m := 0; m < nModels; m++ {
 		name := fmt.Sprintf("m%d", m)
-		mp, base := model(r, name, []string{hi, lo})
+		mp, base, _ := model(r, name, []string{hi, lo}, wide)
 		models = append(models, mp)
 		sloX := 3 + 5*r.Float64() // 3–8× base
 		slo := time.Duration(sloX * base * float64(time.Microsecond)).Round(time.Microsecond)
@@ -132,11 +132,21 @@ func Generate(seed uint64, index int) Case {
 	return c
 }
 
+// shape bounds a drawn model: its block count and its whole-model batch-1 L4 latency (µs).
+type shape struct {
+	minBlocks, maxBlocks int
+	minUs, maxUs         float64
+}
+
+// wide is the general corpus's: 10–60 blocks, 4–60 ms on L4.
+var wide = shape{10, 60, 4000, 60000}
+
 // model draws one model's block table on the given GPU types and returns it with its base
-// latency: the whole model at batch 1 on the first (high-class) type, µs.
-func model(r *rand.Rand, name string, types []string) (map[string]any, float64) {
-	n := 10 + r.IntN(51) // 10–60 blocks
-	total := 4000 + r.Float64()*56000
+// latency, the whole model at batch 1 on the first (high-class) type, and its latency on a
+// whole L4 at batch 1 (the paper's SLO reference, whether or not the cluster has L4s), µs.
+func model(r *rand.Rand, name string, types []string, bounds shape) (map[string]any, float64, float64) {
+	n := bounds.minBlocks + r.IntN(bounds.maxBlocks-bounds.minBlocks+1)
+	total := bounds.minUs + r.Float64()*(bounds.maxUs-bounds.minUs)
 	// Block shares: lognormal, so a few blocks dominate as in real CNNs.
 	w := make([]float64, n)
 	sum := 0.0
@@ -199,7 +209,87 @@ func model(r *rand.Rand, name string, types []string) (map[string]any, float64) 
 	return map[string]any{
 		"name": name, "backend": "import", "source": "generated (planner/ppipe/corpus)", "memory_bytes": 0,
 		"blocks": blocks, "cut_bytes": cuts, "latency": rows,
-	}, base
+	}, base, total
+}
+
+// authorsShape is the authors' models after their pre-partitioning: 9–10 blocks (a layer
+// longer than the block target leaves 9), 5.2–35 ms on L4 at batch 1 (the calibration
+// facts of PPipe §7.1 restated in the spec).
+var authorsShape = shape{9, 10, 5200, 35000}
+
+// Authors returns case index of the corpus of the authors' own set-up (PPipe §7.1 and their
+// artifact): a group of three models on 25 high-class + 75 low-class GPUs, each model's SLO
+// 5× its whole-model L4 latency at batch 1 (L4 even on V100 clusters), weights from the
+// artifact's Poisson or bursty MAF assignment, and the flags a user of the artifact passes:
+// stage rounding, K^(P−D) replicas, the batch-formation allowance, no surplus filling, and
+// either the main runs' P ≤ 2 with α = 0.4 or the ablation's P ≤ 3 with α = 0.1. NIC 6 Gbps
+// on P4 clusters, 10 on T4 ones, as the artifact has it.
+func Authors(seed uint64, index int) Case {
+	r := rand.New(rand.NewPCG(seed^0xa11e5, uint64(index)*0x9e3779b97f4a7c15+7))
+	pair := pairs[r.IntN(len(pairs))]
+	hi, lo := pair[0], pair[1]
+	nic := 10.0
+	if lo == "P4" {
+		nic = 6
+	}
+	perServer := map[string]int{"L4": 4, "V100": 4, "T4": 2, "P4": 1}
+	if hi == "V100" && lo == "P4" {
+		perServer["V100"] = 2 // HC3
+	}
+	if hi == "L4" && lo == "P4" {
+		perServer["L4"] = 1 // HC1
+	}
+	c := Case{Name: fmt.Sprintf("authors-%d-%d", seed, index)}
+	weights := [][]float64{{0.30, 0.33, 0.37}, {0.39, 0.26, 0.35}}[r.IntN(2)]
+	var models, wmodels []map[string]any
+	var descr []string
+	for m := 0; m < 3; m++ {
+		name := fmt.Sprintf("m%d", m)
+		mp, _, l4 := model(r, name, []string{hi, lo}, authorsShape)
+		models = append(models, mp)
+		slo := time.Duration(5 * l4 * float64(time.Microsecond)).Round(time.Microsecond)
+		wmodels = append(wmodels, map[string]any{"name": name, "slo": slo.String(), "weight": weights[m]})
+		descr = append(descr, fmt.Sprintf("%s %d blocks slo %s", name, len(mp["blocks"].([]map[string]any)), slo))
+	}
+	levels := func(t string) []int {
+		if shapes[t].sliced {
+			return []int{1, 2, 3, 4}
+		}
+		return []int{1}
+	}
+	cluster := map[string]any{
+		"apiVersion": "plan/v1", "kind": "Cluster",
+		"metadata": map[string]any{"name": fmt.Sprintf("25x%s-75x%s", hi, lo)},
+		"gpus": []map[string]any{
+			{"type": hi, "count": 25, "per_server": perServer[hi], "vgpu": levels(hi), "class": "high"},
+			{"type": lo, "count": 75, "per_server": perServer[lo], "vgpu": levels(lo), "class": "low"},
+		},
+		"nic_gbps": nic,
+	}
+	workload := map[string]any{"apiVersion": "plan/v1", "kind": "Workload",
+		"metadata": map[string]any{"name": c.Name}, "models": wmodels}
+	profile := map[string]any{"apiVersion": "plan/v1", "kind": "Profile",
+		"metadata": map[string]any{"name": c.Name, "description": "generated TensorRT-like block tables (planner/ppipe/corpus)"},
+		"models":   models}
+	parts, alpha := "2", "0.4"
+	if r.IntN(4) == 0 {
+		parts, alpha = "3", "0.1"
+	}
+	c.Strategy = "ppipe"
+	c.Flags = []Flag{
+		{"max-partitions", parts},
+		{"alpha", alpha},
+		{"rounding", "stage"},
+		{"replicas", "-1"},
+		{"batch-allowance", "true"},
+		{"fill-surplus", "false"},
+	}
+	c.Profile, c.Cluster, c.Workload = mustJSON(profile), mustJSON(cluster), mustJSON(workload)
+	c.Describe = fmt.Sprintf("%s: 25 %s + 75 %s, %g Gbps; %s; strategy %s", c.Name, hi, lo, nic, strings.Join(descr, "; "), c.Strategy)
+	for _, f := range c.Flags {
+		c.Describe += fmt.Sprintf(" --%s=%s", f.Name, f.Value)
+	}
+	return c
 }
 
 func mustJSON(v any) []byte {
