@@ -133,8 +133,8 @@ func reserveFrom(wall0 time.Time, cpu0 time.Duration) func(float64) time.Duratio
 // to the plan plan solve is about to write, whose prediction is complete: every model's
 // throughput_rps becomes what it serves within its SLO, the formulation's objective stays in
 // provenance.objective. note says both for the summary; err refuses a plan where some model
-// serves nothing within its SLO (planner.ErrInfeasible: bad input for the cluster given),
-// unless acceptMiss.
+// serves nothing within its SLO (planner.ErrInfeasible: the SLO cannot be met on this
+// cluster by the plans the formulation admits), unless acceptMiss.
 func (o *Planner) StatePrediction(plan *formats.Plan, acceptMiss bool) (note string, err error) {
 	pp := ppipesec.PlanOf(plan)
 	if pp == nil || plan.Prediction == nil {
@@ -150,9 +150,9 @@ func (o *Planner) StatePrediction(plan *formats.Plan, acceptMiss bool) (note str
 	if len(bad) > 0 && !acceptMiss {
 		var probs []string
 		for _, u := range bad {
-			probs = append(probs, fmt.Sprintf("%s: %s", u, planner.ErrInfeasible))
+			probs = append(probs, u.String())
 		}
-		return "", &planner.InputError{Problems: probs}
+		return "", fmt.Errorf("%s (nothing written; --accept-miss writes it with the miss recorded): %w", strings.Join(probs, "; "), planner.ErrInfeasible)
 	}
 	var parts []string
 	for _, m := range ppipesec.PlanOf(plan).Models {
