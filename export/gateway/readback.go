@@ -352,7 +352,7 @@ func checkEPP(c EPPConfig) error {
 		}
 		if h, ok := args.(*DisaggHandlerArgs); ok {
 			for stage, d := range h.Deciders {
-				if _, ok := namesOrLater(c, d); !ok {
+				if _, ok := pluginNamed(c, d); !ok {
 					return fmt.Errorf("plugins[%d] (%s).parameters.deciders.%s: %q: no such plugin", i, p.Type, stage, d)
 				}
 			}
@@ -376,7 +376,7 @@ func checkEPP(c EPPConfig) error {
 	return nil
 }
 
-func namesOrLater(c EPPConfig, name string) (PluginSpec, bool) {
+func pluginNamed(c EPPConfig, name string) (PluginSpec, bool) {
 	for _, p := range c.Plugins {
 		if cmp.Or(p.Name, p.Type) == name {
 			return p, true

@@ -27,8 +27,8 @@ type exportOptions struct {
 func newExportCmd(app *App) *cobra.Command {
 	o := &exportOptions{}
 	cmd := &cobra.Command{
-		Use:   "export PLAN --to triton|kserve|ray -o DIR | export --check DIR",
-		Short: "Export a plan to Triton, KServe or Ray Serve files",
+		Use:   "export PLAN --to triton|kserve|ray|inference-gateway -o DIR | export --check DIR",
+		Short: "Export a plan to Triton, KServe, Ray Serve or inference-gateway files",
 		Long: `export writes a plan as the files of the serving system you already run, through the
 exporter the plan's system registers for the target:
 
@@ -43,19 +43,30 @@ exporter the plan's system registers for the target:
           node selector) and InferenceGraphs for what the plan routes between models;
   ray     serve-config.yaml: deployments (autoscaling_config for GPU deployments,
           fractional num_gpus for vGPU slices, the GPU type as accelerator_type, batching or
-          vLLM engine arguments and the plan's routing tables in user_config).
+          vLLM engine arguments and the plan's routing tables in user_config);
+  inference-gateway  (LLM plans) the Kubernetes Gateway API Inference Extension and llm-d
+          router objects: a vLLM Deployment per instance (the engine flags of the kserve
+          export; llm-d's routing sidecar on decode instances), an InferencePool per model,
+          its endpoint picker's configuration in epp/ (queue scoring; prefix-cache-aware
+          scoring where the plan assumes prefix caching; prefill/decode profiles, filters
+          and decider for disaggregated plans) and an InferenceObjective per request class
+          with its priority (interactive classes first, then tighter SLOs).
 
-Every export also writes deploy/: the plan serve coordinator in front of the workers
-(coordinator.yaml: a ConfigMap with the plan and the endpoints file, a Deployment running
-'plan serve --workers remote' with both mounted, a Service; the image is built from
-deploy/Dockerfile), and for Triton a Deployment of Triton servers per model with a KEDA
-ScaledObject (deploy/autoscale/) and an HPA autoscaling/v2 variant (deploy/autoscale-hpa/):
-apply one of the two. KServe predictors scale through KServe's KEDA integration, Ray
-deployments by autoscaling_config. Replica ranges run from what the plan's rates need to
-what it allocates; thresholds are a replica's capacity at the SLO from the plan's prediction
-(sustained_rps), else its throughput; LLM instances scale on vllm:num_requests_running +
-vllm:num_requests_waiting against max_num_seqs. Triton GPU ids count within a server
-(gpus[].per_server): a pool larger than a server runs on identical servers.
+Targets are plug-ins of one registry (export/targets): a system supplies its plan's layout
+and every target that renders it is one of its exporters.
+
+Every triton, kserve and ray export also writes deploy/: the plan serve coordinator in front
+of the workers (coordinator.yaml: a ConfigMap with the plan and the endpoints file, a
+Deployment running 'plan serve --workers remote' with both mounted, a Service; the image is
+built from deploy/Dockerfile), and for Triton a Deployment of Triton servers per model with
+a KEDA ScaledObject (deploy/autoscale/) and an HPA autoscaling/v2 variant
+(deploy/autoscale-hpa/): apply one of the two. KServe predictors scale through KServe's KEDA
+integration, Ray deployments by autoscaling_config. Replica ranges run from what the plan's
+rates need to what it allocates; thresholds are a replica's capacity at the SLO from the
+plan's prediction (sustained_rps), else its throughput; LLM instances scale on
+vllm:num_requests_running + vllm:num_requests_waiting against max_num_seqs. Triton GPU ids
+count within a server (gpus[].per_server): a pool larger than a server runs on identical
+servers.
 
 Each system maps its plan to these as far as the target can express it (pools and pipelines,
 pipeline modules, cascade gears, workflows, LLM instances); what a target cannot do on its
@@ -75,12 +86,15 @@ has no known label and no node_labels (kserve, ray), or DIR exists and is not em
 
 With --check DIR, export writes nothing: it validates an existing export directory (after you
 edited it or supplied a coordinator's model.py) against the same schemas and run-time rules,
-plus the files a deployment needs; exit 2 names each file, field and value that would fail.`,
+plus the files a deployment needs, and reads an inference-gateway export back into the plan's
+instances, pools and objectives (printing what it read); exit 2 names each file, field and
+value that would fail.`,
 		Example: `  plan export plan.json --to kserve -o manifests/ --cluster cluster.yaml
   plan export plan.json --to triton -o repo/
   plan export plan.json --to triton -o repo/ --model resnet50.onnx --force
   plan export plan.json --to kserve -o manifests/ --storage-uri s3://models/plan
   plan export plan.json --to ray -o ray/
+  plan export testdata/export/qlm/plan.json --to inference-gateway -o gateway/
   plan export --check repo/`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -58,3 +58,37 @@ func TestExportQLM(t *testing.T) {
 		t.Error("a refused export wrote its directory")
 	}
 }
+
+// TestExportGateway: `plan export --to inference-gateway` writes the QLM plan's Deployments,
+// pools, endpoint picker configurations and objectives; `--check` validates them and reads
+// them back into the plan's instances; an objective edited to name no pool fails the check
+// (exit 2, naming file and field); a DNN system has no exporter for the target (exit 2).
+func TestExportGateway(t *testing.T) {
+	testdata := filepath.Join("..", "..", "..", "..", "testdata")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "gw")
+	code, stdout, stderr := runCLI(t, "export", filepath.Join(testdata, "export", "qlm", "plan.json"), "--to", "inference-gateway", "-o", out)
+	if code != 0 || !strings.Contains(stdout, "to inference-gateway: 9 file(s)") {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(t, "export", "--check", out)
+	if code != 0 || !strings.Contains(stdout, "read back: inference-gateway: QLM plan, 2 vLLM instance(s) (2 prefill-decode) in 2 pool(s), 3 objective(s)") {
+		t.Fatalf("--check: exit %d: %s%s", code, stdout, stderr)
+	}
+	obj := filepath.Join(out, "inferenceobjective-qlm-demo-mistral-chat.yaml")
+	b, err := os.ReadFile(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(obj, []byte(strings.Replace(string(b), "name: qlm-demo-mistral-7b", "name: qlm-demo-gone", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runCLI(t, "export", "--check", out)
+	if code != ExitUsage || !strings.Contains(stderr, `inferenceobjective-qlm-demo-mistral-chat.yaml: spec.poolRef.name: "qlm-demo-gone": no InferencePool`) {
+		t.Errorf("edited objective: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "export", filepath.Join(testdata, "golden", "demo-ppipe.json"), "--to", "inference-gateway", "-o", filepath.Join(dir, "ppipe"))
+	if code != ExitUsage || !strings.Contains(stderr, "has no exporter for target inference-gateway") {
+		t.Errorf("ppipe plan: exit %d, stderr %q", code, stderr)
+	}
+}
