@@ -1,5 +1,7 @@
 package formats
 
+import "fmt"
+
 // LLMCalibration records that an LLM profile's iteration curves were corrected to fit a
 // measured run of the real engine (`plan profile --calibrate`): the run, the three factors
 // applied and how well one engine replaying the run's requests matched the measured timings
@@ -26,7 +28,27 @@ type LLMCalibration struct {
 	// Fit and HeldOut are the replay's errors on the fitted and the held-out requests.
 	Fit     LLMCalibrationErrors `json:"fit"`
 	HeldOut LLMCalibrationErrors `json:"held_out"`
+	// HeldAtOne names the factors the runs did not constrain, held at 1 (prefill_scale:
+	// prompts too short to tell the prefill scale from the overhead; decode_scale: too few
+	// requests of two or more output tokens).
+	HeldAtOne []string `json:"held_at_one,omitempty"`
+	// Runs are the runs of a joint fit, one by one (Source then lists their files; Requests,
+	// FitRequests and the errors are over all of them): each run's first half fitted, its
+	// second half held out. Absent for a fit to one run.
+	Runs []LLMCalibrationRun `json:"runs,omitempty"`
 }
+
+// LLMCalibrationRun is one run of a joint calibration: its file, requests and errors.
+type LLMCalibrationRun struct {
+	Source      string               `json:"source"`
+	Requests    int                  `json:"requests"`
+	FitRequests int                  `json:"fit_requests"`
+	Fit         LLMCalibrationErrors `json:"fit"`
+	HeldOut     LLMCalibrationErrors `json:"held_out"`
+}
+
+// CalibrationFactors are the values LLMCalibration.HeldAtOne may hold.
+var CalibrationFactors = []string{"prefill_scale", "decode_scale"}
 
 // LLMCalibrationErrors are a replay's errors on one set of requests with the profile as it
 // was (Before) and as calibrated (After).
@@ -75,10 +97,38 @@ func (c *LLMCalibration) validate(v *validator, p string) {
 	if !finite(c.StepOverheadUs) || c.StepOverheadUs > MaxCalibrationOverheadUs || c.StepOverheadUs < -MaxCalibrationOverheadUs {
 		v.add(field(p, "step_overhead_us"), c.StepOverheadUs, "must be in [%g, %g] µs", -float64(MaxCalibrationOverheadUs), float64(MaxCalibrationOverheadUs))
 	}
+	validErrors(v, p, c.Fit, c.HeldOut)
+	for i, f := range c.HeldAtOne {
+		oneOf(v, fmt.Sprintf("%s[%d]", field(p, "held_at_one"), i), f, CalibrationFactors)
+		if f == "prefill_scale" && c.PrefillScale != 1 || f == "decode_scale" && c.DecodeScale != 1 {
+			v.add(fmt.Sprintf("%s[%d]", field(p, "held_at_one"), i), f, "is held at 1, but its factor is not 1")
+		}
+	}
+	if len(c.Runs) > 0 {
+		requests, fit := 0, 0
+		for i, r := range c.Runs {
+			rp := fmt.Sprintf("%s[%d]", field(p, "runs"), i)
+			notEmpty(v, field(rp, "source"), r.Source)
+			atLeast(v, field(rp, "requests"), int64(r.Requests), 2)
+			atLeast(v, field(rp, "fit_requests"), int64(r.FitRequests), 1)
+			if r.FitRequests >= r.Requests && r.Requests >= 2 {
+				v.add(field(rp, "fit_requests"), r.FitRequests, "must be < requests (%d): the rest are held out", r.Requests)
+			}
+			validErrors(v, rp, r.Fit, r.HeldOut)
+			requests, fit = requests+r.Requests, fit+r.FitRequests
+		}
+		if requests != c.Requests || fit != c.FitRequests {
+			v.add(field(p, "runs"), len(c.Runs), "hold %d requests (%d fitted): requests and fit_requests say %d (%d)", requests, fit, c.Requests, c.FitRequests)
+		}
+	}
+}
+
+// validErrors checks a calibration's (or one run's) errors: finite percentages >= 0.
+func validErrors(v *validator, p string, fit, heldOut LLMCalibrationErrors) {
 	for _, e := range []struct {
 		name string
 		errs LLMCalibrationErrors
-	}{{"fit", c.Fit}, {"held_out", c.HeldOut}} {
+	}{{"fit", fit}, {"held_out", heldOut}} {
 		for _, w := range []struct {
 			name string
 			err  LLMReplayError

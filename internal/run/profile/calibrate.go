@@ -25,7 +25,7 @@ import (
 // flag of another mode of plan profile: a calibration corrects one LLM profile, named by
 // --profile FILE [--model M] or estimated from --llm MODEL --gpu GPU [--tp N] [--link L].
 func checkCalibrateFlags(a Args) error {
-	if a.Calibrate == "" {
+	if len(a.Calibrate) == 0 {
 		if a.Profile != "" || a.ProfileModel != "" {
 			return run.UsageErrorf("--profile and --model: only with --calibrate RESULT.json (the LLM profile to calibrate)")
 		}
@@ -255,6 +255,7 @@ type calibrationReport struct {
 	Searched    int                    `json:"searched_requests"`
 	AtBound     []string               `json:"at_bound,omitempty"`
 	Unfinished  int                    `json:"unfinished_requests,omitempty"`
+	Held        []string               `json:"held,omitempty"`
 	Warnings    []calibrate.Warning    `json:"warnings"`
 	Calibration formats.LLMCalibration `json:"calibration"`
 }
@@ -280,43 +281,41 @@ func runCalibrate(ctx context.Context, a Args, io *run.IO) error {
 	if src == "" {
 		src = "the --llm estimate"
 	}
-	data, err := formats.ReadText(a.Calibrate, calibrate.MaxBytes)
+	runs, err := readRuns(ctx, a, &prof, src, io)
 	if err != nil {
-		if errors.Is(err, formats.ErrTooLarge) {
-			return run.UsageErrorf("--calibrate: %v: a run file holds at most %d requests and %d bytes (calibrate on a sample of the run)", err, calibrate.MaxRequests, calibrate.MaxBytes)
-		}
-		return run.UsageErrorf("--calibrate: %v", err)
-	}
-	limit, from := contextLimit(&prof, src)
-	bench, err := calibrate.ReadBenchResult(a.Calibrate, data, calibrate.ReadOptions{MaxModelLen: limit, LimitFrom: from, Seed: uint64(a.Seed), Context: ctx})
-	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		return run.UsageError(err)
-	}
-	if !sameModel(bench.Model, &prof) {
-		fmt.Fprintf(io.Err, "warning: %s: model_id %q is not the profile's model %s: calibrating anyway\n", a.Calibrate, bench.Model, prof.Model)
+		return err
 	}
 	if prof.Calibration != nil {
 		fmt.Fprintf(io.Err, "warning: %s: %s was calibrated before (to %s): the new factors correct its corrected curves\n", src, prof.Model, prof.Calibration.Source)
 	}
+	names, total, failed := make([]string, len(runs)), 0, 0
+	var arrivals []string
+	for i, b := range runs {
+		names[i], total, failed = b.Name, total+len(b.Requests), failed+b.Failed
+		if !slices.Contains(arrivals, b.Arrivals) {
+			arrivals = append(arrivals, b.Arrivals)
+		}
+	}
+	what := strings.Join(names, ", ")
 	task := progressline.NewStatus(io.Err, io.Quiet, "profile --calibrate")
-	task.Note(fmt.Sprintf("replaying %d requests of %s", len(bench.Requests), a.Calibrate))
-	res, err := calibrate.Fit(prof, bench, SimulatorContext(ctx, reg, a.Calibrate), calibrate.Options{
+	task.Note(fmt.Sprintf("replaying %d requests of %s", total, what))
+	res, err := calibrate.FitRuns(prof, runs, SimulatorContext(ctx, reg, what), calibrate.Options{
 		Progress: func(n int) {
-			task.Note(fmt.Sprintf("replay %d of %d requests of %s", n, len(bench.Requests), a.Calibrate))
+			task.Note(fmt.Sprintf("replay %d of %d requests of %s", n, total, what))
 		},
 	})
 	if err != nil {
 		task.Clear()
-		return run.UsageErrorf("--calibrate %s: %v", a.Calibrate, err)
+		if ctx.Err() != nil {
+			return err
+		}
+		return run.UsageErrorf("--calibrate %s: %v", what, err)
 	}
 	task.Finish(fmt.Sprintf("%d replays", res.Replays))
 	doc.LLMs[li] = res.Profile
-	rep := calibrationReport{File: a.Out, Model: prof.Model, GPU: prof.GPU, GPUCount: prof.GPUCount, Failed: bench.Failed,
-		Arrivals: bench.Arrivals, Replays: res.Replays, Searched: res.Searched, AtBound: res.AtBound, Unfinished: res.Unfinished,
-		Warnings: res.Warnings, Calibration: *res.Profile.Calibration}
+	rep := calibrationReport{File: a.Out, Model: prof.Model, GPU: prof.GPU, GPUCount: prof.GPUCount, Failed: failed,
+		Arrivals: strings.Join(arrivals, "; "), Replays: res.Replays, Searched: res.Searched, AtBound: res.AtBound, Unfinished: res.Unfinished,
+		Held: res.Held, Warnings: res.Warnings, Calibration: *res.Profile.Calibration}
 	if rep.Warnings == nil {
 		rep.Warnings = []calibrate.Warning{}
 	}
@@ -327,7 +326,7 @@ func runCalibrate(ctx context.Context, a Args, io *run.IO) error {
 		for i, w := range res.Warnings {
 			names[i] = w.Name
 		}
-		return run.UsageErrorf("--calibrate %s: --strict: the fit has %d warning(s) (%s): nothing written", a.Calibrate, len(names), strings.Join(names, ", "))
+		return run.UsageErrorf("--calibrate %s: --strict: the fit has %d warning(s) (%s): nothing written", what, len(names), strings.Join(names, ", "))
 	}
 	if a.Out == "-" {
 		if errs := doc.ValidateFor(use); len(errs) > 0 {
@@ -370,7 +369,10 @@ func writeCalibration(w io.Writer, r calibrationReport) {
 	fmt.Fprintf(w, "factors: prefill ×%s, decode ×%s, step overhead %s µs (%d replays)\n",
 		strconv.FormatFloat(c.PrefillScale, 'f', 3, 64), strconv.FormatFloat(c.DecodeScale, 'f', 3, 64), oneDecimal(c.StepOverheadUs), r.Replays)
 	if r.Searched < c.Requests {
-		fmt.Fprintf(w, "search: each replay ran the run's first %d requests; the errors are the whole run's\n", r.Searched)
+		fmt.Fprintf(w, "search: the replays ran %d of the %d requests (each run's first %d at most); the errors are the whole runs'\n", r.Searched, c.Requests, calibrate.MaxSearchRequests)
+	}
+	for _, h := range r.Held {
+		fmt.Fprintf(w, "held: %s\n", h)
 	}
 	for _, x := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s: %s\n", x.Name, x.Text)
@@ -379,8 +381,11 @@ func writeCalibration(w io.Writer, r calibrationReport) {
 	row := func(name string, n int, e formats.LLMCalibrationErrors) []string {
 		return []string{fmt.Sprintf("%s (%d)", name, n), pct(e.Before.TTFTPct), pct(e.After.TTFTPct), pct(e.Before.ITLPct), pct(e.After.ITLPct), pct(e.Before.E2EPct), pct(e.After.E2EPct)}
 	}
-	run.WriteTable(w, []string{"median |error|", "ttft before", "after", "itl before", "after", "e2e before", "after"},
-		[][]string{row("fit", c.FitRequests, c.Fit), row("held out", c.Requests-c.FitRequests, c.HeldOut)})
+	rows := [][]string{row("fit", c.FitRequests, c.Fit), row("held out", c.Requests-c.FitRequests, c.HeldOut)}
+	for _, r := range c.Runs {
+		rows = append(rows, row(r.Source+" fit", r.FitRequests, r.Fit), row(r.Source+" held out", r.Requests-r.FitRequests, r.HeldOut))
+	}
+	run.WriteTable(w, []string{"median |error|", "ttft before", "after", "itl before", "after", "e2e before", "after"}, rows)
 }
 
 // oneDecimal is v to one decimal, never "-0.0".

@@ -35,9 +35,9 @@ func TestCalibrate(t *testing.T) {
 		// where the report goes
 		toErr bool
 	}{
-		{"--llm", Args{Calibrate: benchFixture, LLM: "llama-3.1-8b", GPUs: []string{"H100"}, TP: "1", TPSet: true, Seed: 1, Out: first}, false},
-		{"--profile", Args{Calibrate: benchFixture, Profile: first, ProfileModel: "llama-3.1-8b@1xH100", Seed: 1, Out: filepath.Join(dir, "again.json")}, false},
-		{"-o -", Args{Calibrate: benchFixture, Profile: first, Seed: 1, Out: "-"}, true},
+		{"--llm", Args{Calibrate: []string{benchFixture}, LLM: "llama-3.1-8b", GPUs: []string{"H100"}, TP: "1", TPSet: true, Seed: 1, Out: first}, false},
+		{"--profile", Args{Calibrate: []string{benchFixture}, Profile: first, ProfileModel: "llama-3.1-8b@1xH100", Seed: 1, Out: filepath.Join(dir, "again.json")}, false},
+		{"-o -", Args{Calibrate: []string{benchFixture}, Profile: first, Seed: 1, Out: "-"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			io, out, errb := calibrateIO()
@@ -82,16 +82,16 @@ func TestCalibrateRefuses(t *testing.T) {
 		args Args
 		want string
 	}{
-		{"no profile", Args{Calibrate: benchFixture, Out: out}, "needs the profile to calibrate"},
-		{"no gpu", Args{Calibrate: benchFixture, LLM: "llama-3.1-8b", Out: out}, "needs --gpu GPU"},
-		{"two gpus", Args{Calibrate: benchFixture, LLM: "llama-3.1-8b", GPUs: []string{"H100", "A100"}, Out: out}, "--gpu: H100,A100"},
-		{"two models", Args{Calibrate: benchFixture, LLM: "llama-3.1-8b,mistral-7b", GPUs: []string{"H100"}, Out: out}, "name one model"},
-		{"two degrees", Args{Calibrate: benchFixture, LLM: "llama-3.1-8b", GPUs: []string{"H100"}, TP: "1,2", TPSet: true, Out: out}, "--tp: \"1,2\""},
-		{"both", Args{Calibrate: benchFixture, LLM: "llama-3.1-8b", Profile: "p.json", Out: out}, "not both"},
+		{"no profile", Args{Calibrate: []string{benchFixture}, Out: out}, "needs the profile to calibrate"},
+		{"no gpu", Args{Calibrate: []string{benchFixture}, LLM: "llama-3.1-8b", Out: out}, "needs --gpu GPU"},
+		{"two gpus", Args{Calibrate: []string{benchFixture}, LLM: "llama-3.1-8b", GPUs: []string{"H100", "A100"}, Out: out}, "--gpu: H100,A100"},
+		{"two models", Args{Calibrate: []string{benchFixture}, LLM: "llama-3.1-8b,mistral-7b", GPUs: []string{"H100"}, Out: out}, "name one model"},
+		{"two degrees", Args{Calibrate: []string{benchFixture}, LLM: "llama-3.1-8b", GPUs: []string{"H100"}, TP: "1,2", TPSet: true, Out: out}, "--tp: \"1,2\""},
+		{"both", Args{Calibrate: []string{benchFixture}, LLM: "llama-3.1-8b", Profile: "p.json", Out: out}, "not both"},
 		{"--model alone", Args{ProfileModel: "m", Out: out}, "--profile and --model: only with --calibrate"},
-		{"--zoo", Args{Calibrate: benchFixture, Zoo: "resnet50", LLM: "llama-3.1-8b", GPUs: []string{"H100"}, Out: out}, "--zoo: not with --calibrate"},
-		{"missing run", Args{Calibrate: filepath.Join(dir, "none.json"), LLM: "llama-3.1-8b", GPUs: []string{"H100"}, Out: out}, "none.json"},
-		{"past the context", Args{Calibrate: benchFixture, Profile: writeProfileWithLen(t, dir, 500), Out: out}, "input_lens[2] + output_lens[2]: 514: more tokens than the engine's max_model_len 500 (engine.max_model_len of "},
+		{"--zoo", Args{Calibrate: []string{benchFixture}, Zoo: "resnet50", LLM: "llama-3.1-8b", GPUs: []string{"H100"}, Out: out}, "--zoo: not with --calibrate"},
+		{"missing run", Args{Calibrate: []string{filepath.Join(dir, "none.json")}, LLM: "llama-3.1-8b", GPUs: []string{"H100"}, Out: out}, "none.json"},
+		{"past the context", Args{Calibrate: []string{benchFixture}, Profile: writeProfileWithLen(t, dir, 500), Out: out}, "input_lens[2] + output_lens[2]: 514: more tokens than the engine's max_model_len 500 (engine.max_model_len of "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			io, _, _ := calibrateIO()
@@ -131,7 +131,7 @@ func TestCalibrateObservesCancel(t *testing.T) {
 	cancel()
 	out := filepath.Join(t.TempDir(), "cal.json")
 	io, _, _ := calibrateIO()
-	err := Run(ctx, Args{Calibrate: benchFixture, LLM: "llama-3.1-8b", GPUs: []string{"H100"}, TP: "1", TPSet: true, Seed: 1, Out: out}, io)
+	err := Run(ctx, Args{Calibrate: []string{benchFixture}, LLM: "llama-3.1-8b", GPUs: []string{"H100"}, TP: "1", TPSet: true, Seed: 1, Out: out}, io)
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted while reading") {
 		t.Fatalf("err %v, want the read interrupted", err)
 	}
@@ -157,9 +157,9 @@ func TestCalibrateWarnsAndStrict(t *testing.T) {
 	for _, strict := range []bool{false, true} {
 		out := filepath.Join(dir, fmt.Sprintf("cal-%v.json", strict))
 		io, stdout, errb := calibrateIO()
-		err := Run(context.Background(), Args{Calibrate: vllmFixture, LLM: "llama-3.1-8b", GPUs: []string{"H100"}, TP: "1", TPSet: true, Seed: 1, Out: out, Strict: strict}, io)
+		err := Run(context.Background(), Args{Calibrate: []string{vllmFixture}, LLM: "llama-3.1-8b", GPUs: []string{"H100"}, TP: "1", TPSet: true, Seed: 1, Out: out, Strict: strict}, io)
 		report := stdout.String() + errb.String()
-		for _, w := range []string{"warning: few-requests: 5 successful requests", "at least 64", "warning: held-out-worse: the held-out requests' median ITL error rose"} {
+		for _, w := range []string{"warning: few-requests: vllm-detailed.json: 5 successful requests", "at least 64", "warning: held-out-worse: vllm-detailed.json: the held-out requests' median ITL error rose", "held: decode scale held at 1: 2 fitted requests"} {
 			if !strings.Contains(report, w) {
 				t.Errorf("strict %v: report does not say %q:\n%s", strict, w, report)
 			}
@@ -169,7 +169,7 @@ func TestCalibrateWarnsAndStrict(t *testing.T) {
 		switch {
 		case !strict && (err != nil || statErr != nil):
 			t.Errorf("not strict: err %v, file %v", err, statErr)
-		case strict && (!errors.As(err, &ee) || ee.Code != run.ExitUsage || !strings.Contains(err.Error(), "--strict: the fit has 2 warning(s) (few-requests, held-out-worse)")):
+		case strict && (!errors.As(err, &ee) || ee.Code != run.ExitUsage || !strings.Contains(err.Error(), "--strict: the fit has 3 warning(s) (near-bound, few-requests, held-out-worse): nothing written")):
 			t.Errorf("strict: err %v, want exit 2 naming the warnings", err)
 		case strict && statErr == nil:
 			t.Errorf("strict: %s written", out)

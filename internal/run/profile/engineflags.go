@@ -29,7 +29,7 @@ func checkEngineFlags(a Args) error {
 		return nil
 	}
 	flags := "--" + strings.Join(a.EngineFlags, ", --")
-	if a.Calibrate != "" && a.Profile != "" {
+	if len(a.Calibrate) > 0 && a.Profile != "" {
 		return run.UsageErrorf("%s: not with --calibrate --profile %s, whose engine block states the server's settings: edit it there, or calibrate the estimate (--llm MODEL --gpu GPU) with these flags", flags, a.Profile)
 	}
 	if a.LLM == "" && a.Import == "" && len(a.LLMConfigs) == 0 && !llmZoo(a.Zoo) {

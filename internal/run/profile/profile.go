@@ -104,7 +104,7 @@ type Args struct {
 	// Calibrate is a measured run to fit one LLM profile to (--calibrate RESULT.json: `vllm
 	// bench serve --save-result --save-detailed`'s JSON, or plan load's); the profile is
 	// Profile's entry ProfileModel, or the estimate of LLM on GPUs at TP (calibrate.go).
-	Calibrate string
+	Calibrate []string
 	// VLLMLog is a vLLM server's start-up log (--vllm-log): its version, non-default
 	// arguments and KV capacity fill what the flags leave unset (serverlog.go).
 	VLLMLog string
@@ -351,7 +351,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	if err := checkEngineFlags(a); err != nil {
 		return err
 	}
-	if a.Calibrate != "" {
+	if len(a.Calibrate) > 0 {
 		return runCalibrate(ctx, a, io)
 	}
 	if err := checkCalibrateFlags(a); err != nil {

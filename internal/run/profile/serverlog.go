@@ -104,7 +104,7 @@ var logSettings = []logSetting{
 // settings are not the flags' to give (--calibrate --profile FILE states its own) and where
 // nothing LLM is profiled. A note on stderr says what was taken and what a flag overrode.
 func applyServerLog(a Args, io *run.IO) (Args, error) {
-	if a.Calibrate != "" && a.Profile != "" {
+	if len(a.Calibrate) > 0 && a.Profile != "" {
 		return a, run.UsageErrorf("--vllm-log: not with --calibrate --profile %s, whose engine block states the server's settings: calibrate the estimate (--llm MODEL --gpu GPU) with the log", a.Profile)
 	}
 	if a.LLM == "" && a.Import == "" && len(a.LLMConfigs) == 0 && !llmZoo(a.Zoo) {

@@ -75,7 +75,7 @@ func TestServerLogRefuses(t *testing.T) {
 		args Args
 		want string
 	}{
-		{"with --profile", Args{VLLMLog: filepath.Join(serverLogs, "v1-0.11.log"), Calibrate: benchFixture, Profile: "p.json", Out: out}, "--vllm-log: not with --calibrate --profile p.json"},
+		{"with --profile", Args{VLLMLog: filepath.Join(serverLogs, "v1-0.11.log"), Calibrate: []string{benchFixture}, Profile: "p.json", Out: out}, "--vllm-log: not with --calibrate --profile p.json"},
 		{"no LLM", Args{VLLMLog: filepath.Join(serverLogs, "v1-0.11.log"), Zoo: "resnet50", Out: out}, "--vllm-log: a vLLM server's log: only with an LLM"},
 		{"missing", Args{VLLMLog: filepath.Join(dir, "none.log"), LLM: "llama-3.1-8b", Out: out}, "--vllm-log: "},
 		{"bad value", Args{VLLMLog: bad, LLM: "llama-3.1-8b", Out: out}, "bad.log: max_num_seqs: \"0\": must be a whole number in [1, 65536]"},

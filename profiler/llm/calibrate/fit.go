@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/quantile"
@@ -124,36 +125,18 @@ type Result struct {
 	AtBound []string
 	// Unfinished is how many requests the calibrated replay did not finish.
 	Unfinished int
-	// Searched is how many of the run's requests the search replayed (the first ones: at
-	// most MaxSearchRequests); the errors are the whole run's.
+	// Searched is how many of the runs' requests the search replayed (each run's first
+	// ones: at most MaxSearchRequests a run); the errors are the whole runs'.
 	Searched int
+	// Runs are each run's part of the fit (one for Fit).
+	Runs []RunResult
+	// Held says, for each factor held at 1, why (the runs do not constrain it); HeldFactors
+	// names them (prefill_scale, decode_scale).
+	Held        []string
+	HeldFactors []string
 	// Warnings say why the fit may not be trusted, each by name (Warning's names).
 	Warnings []Warning
 }
-
-// Warning is one reason not to trust a fit: Name is stable (for scripts and --strict), Text
-// says what was seen.
-type Warning struct {
-	Name string `json:"name"`
-	Text string `json:"text"`
-}
-
-// Names of the warnings a fit gives.
-const (
-	// WarnFewRequests: fewer successful requests than MinTrustedRequests.
-	WarnFewRequests = "few-requests"
-	// WarnNearBound: a factor within 10% of an end of its range.
-	WarnNearBound = "near-bound"
-	// WarnNegativeOverhead: the per-step overhead fitted below 0.
-	WarnNegativeOverhead = "negative-overhead"
-	// WarnHeldOutWorse: a held-out error higher after the correction than before.
-	WarnHeldOutWorse = "held-out-worse"
-	// WarnKVMismatch: the replay preempts requests whose measured streams never stall, or
-	// the reverse: the profile's KV capacity is not the server's.
-	WarnKVMismatch = "kv-mismatch"
-	// WarnUnfinished: the calibrated replay did not finish every request.
-	WarnUnfinished = "unfinished"
-)
 
 // minFit is the fewest successful requests Fit takes: one fitted, one held out.
 const minFit = 2
@@ -191,38 +174,74 @@ const heldOutSlack = 0.5
 // curves. The search replays at most the run's first MaxSearchRequests requests; the errors
 // before and after are the whole run's. Result.Warnings name what makes the fit doubtful.
 func Fit(p formats.LLMProfile, b *Bench, sim Simulator, opt Options) (*Result, error) {
-	if len(b.Requests) < minFit {
-		return nil, fmt.Errorf("%s: %d successful request(s): calibration needs at least %d (half fitted, half held out)", b.Name, len(b.Requests), minFit)
+	return FitRuns(p, []*Bench{b}, sim, opt)
+}
+
+// RunResult is one run's part of a fit: its requests, how many were fitted and searched,
+// and its errors before and after.
+type RunResult struct {
+	Name                            string
+	Requests, FitRequests, Searched int
+	Fit, HeldOut                    formats.LLMCalibrationErrors
+}
+
+// FitRuns is Fit on several runs of one deployment at once (several loads, or several
+// sessions): each run is replayed through its own engine, the loss is the mean of the runs'
+// losses, and each run's first half is fitted and its second half held out, so each run's
+// held-out error is reported (Result.Runs). A factor the runs do not constrain is held at 1
+// and said so (Result.Held): the prefill scale when the fitted prompts span too little of
+// the prefill curve to tell it from the per-step overhead, the decode scale when too few
+// fitted requests have two or more output tokens.
+func FitRuns(p formats.LLMProfile, runs []*Bench, sim Simulator, opt Options) (*Result, error) {
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("calibrate: no run to fit")
 	}
 	if _, err := Apply(p, Identity); err != nil {
 		return nil, err
 	}
-	nFit := len(b.Requests) / 2
-	searched := b.Requests
-	if nFit > MaxSearchRequests {
-		searched = b.Requests[:MaxSearchRequests]
-	}
-	s := &search{p: p, reqs: searched, sim: sim, nFit: min(nFit, len(searched)), cache: map[Factors]*evaluation{}, progress: opt.Progress}
+	s := &search{p: p, sim: sim, cache: map[Factors]*evaluation{}, progress: opt.Progress}
 	s.minPrefill, s.minDecode = minUs(p.Iteration.Prefill), minUs(p.Iteration.Decode)
-	s.obj = newObjective(searched[:s.nFit])
-	full := func(f Factors) ([]Timing, error) {
-		if len(searched) == len(b.Requests) {
-			e, err := s.eval(f)
-			if err != nil {
-				return nil, err
-			}
-			return e.t, nil
+	for _, b := range runs {
+		if len(b.Requests) < minFit {
+			return nil, fmt.Errorf("%s: %d successful request(s): calibration needs at least %d (half fitted, half held out)", b.Name, len(b.Requests), minFit)
 		}
-		prof, err := Apply(p, f)
+		nFit := len(b.Requests) / 2
+		searched := b.Requests
+		if nFit > MaxSearchRequests {
+			searched = b.Requests[:MaxSearchRequests]
+		}
+		pt := &part{reqs: searched, nFit: min(nFit, len(searched))}
+		pt.obj = newObjective(searched[:pt.nFit])
+		s.parts = append(s.parts, pt)
+	}
+	// full replays every run whole under f.
+	full := func(f Factors) ([][]Timing, error) {
+		e, err := s.eval(f)
 		if err != nil {
 			return nil, err
 		}
-		return s.replay(prof, b.Requests)
+		out := make([][]Timing, len(runs))
+		for i, b := range runs {
+			if len(s.parts[i].reqs) == len(b.Requests) {
+				out[i] = e.t[i]
+				continue
+			}
+			prof, err := Apply(p, f)
+			if err != nil {
+				return nil, err
+			}
+			if out[i], err = s.replay(prof, b.Requests); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
 	}
 	before, err := full(Identity)
 	if err != nil {
 		return nil, err
 	}
+	res := &Result{}
+	s.hold(runs, res)
 	best, err := s.minimise(opt.maxReplays())
 	if err != nil {
 		return nil, err
@@ -241,24 +260,54 @@ func Fit(p formats.LLMProfile, b *Bench, sim Simulator, opt Options) (*Result, e
 	if err != nil {
 		return nil, err
 	}
+	var names []string
+	var allReqs, fitReqs, heldReqs []Request
+	var allAfter, fitBefore, fitAfter, heldBefore, heldAfter []Timing
+	for i, b := range runs {
+		nFit := len(b.Requests) / 2
+		names = append(names, filepath.Base(b.Name))
+		res.Runs = append(res.Runs, RunResult{Name: filepath.Base(b.Name), Requests: len(b.Requests), FitRequests: nFit, Searched: len(s.parts[i].reqs),
+			Fit:     formats.LLMCalibrationErrors{Before: errorsOf(b.Requests[:nFit], before[i][:nFit]), After: errorsOf(b.Requests[:nFit], after[i][:nFit])},
+			HeldOut: formats.LLMCalibrationErrors{Before: errorsOf(b.Requests[nFit:], before[i][nFit:]), After: errorsOf(b.Requests[nFit:], after[i][nFit:])}})
+		allReqs, allAfter = append(allReqs, b.Requests...), append(allAfter, after[i]...)
+		fitReqs, fitBefore, fitAfter = append(fitReqs, b.Requests[:nFit]...), append(fitBefore, before[i][:nFit]...), append(fitAfter, after[i][:nFit]...)
+		heldReqs, heldBefore, heldAfter = append(heldReqs, b.Requests[nFit:]...), append(heldBefore, before[i][nFit:]...), append(heldAfter, after[i][nFit:]...)
+		res.Searched += len(s.parts[i].reqs)
+	}
 	rec := &formats.LLMCalibration{
-		Source: filepath.Base(b.Name), Format: Format, Requests: len(b.Requests), FitRequests: nFit,
+		Source: strings.Join(names, ", "), Format: Format, Requests: len(allReqs), FitRequests: len(fitReqs),
 		PrefillScale: best.PrefillScale, DecodeScale: best.DecodeScale, StepOverheadUs: best.StepOverheadUs,
-		Fit:     formats.LLMCalibrationErrors{Before: errorsOf(b.Requests[:nFit], before[:nFit]), After: errorsOf(b.Requests[:nFit], after[:nFit])},
-		HeldOut: formats.LLMCalibrationErrors{Before: errorsOf(b.Requests[nFit:], before[nFit:]), After: errorsOf(b.Requests[nFit:], after[nFit:])},
+		Fit:       formats.LLMCalibrationErrors{Before: errorsOf(fitReqs, fitBefore), After: errorsOf(fitReqs, fitAfter)},
+		HeldOut:   formats.LLMCalibrationErrors{Before: errorsOf(heldReqs, heldBefore), After: errorsOf(heldReqs, heldAfter)},
+		HeldAtOne: res.HeldFactors,
+	}
+	if len(runs) > 1 {
+		for _, r := range res.Runs {
+			rec.Runs = append(rec.Runs, formats.LLMCalibrationRun{Source: r.Name, Requests: r.Requests, FitRequests: r.FitRequests, Fit: r.Fit, HeldOut: r.HeldOut})
+		}
 	}
 	prof.Calibration = rec
-	res := &Result{Factors: best, Profile: prof, Replays: s.replays, Searched: len(searched)}
+	res.Factors, res.Profile, res.Replays = best, prof, s.replays
+	res.warnings(s, best, runs, allReqs, allAfter, &prof)
+	return res, nil
+}
+
+// warnings sets res's AtBound, Unfinished and Warnings.
+func (res *Result) warnings(s *search, best Factors, runs []*Bench, reqs []Request, after []Timing, prof *formats.LLMProfile) {
 	olo, ohi := s.overheadRange(best)
 	for _, c := range []struct {
 		name   string
 		v, end float64
 		low    bool
+		held   bool
 	}{
-		{"prefill scale", best.PrefillScale, formats.MinCalibrationScale, true}, {"prefill scale", best.PrefillScale, formats.MaxCalibrationScale, false},
-		{"decode scale", best.DecodeScale, formats.MinCalibrationScale, true}, {"decode scale", best.DecodeScale, formats.MaxCalibrationScale, false},
-		{"step overhead", best.StepOverheadUs, ohi, false},
+		{"prefill scale", best.PrefillScale, formats.MinCalibrationScale, true, s.fixed[0]}, {"prefill scale", best.PrefillScale, formats.MaxCalibrationScale, false, s.fixed[0]},
+		{"decode scale", best.DecodeScale, formats.MinCalibrationScale, true, s.fixed[1]}, {"decode scale", best.DecodeScale, formats.MaxCalibrationScale, false, s.fixed[1]},
+		{"step overhead", best.StepOverheadUs, ohi, false, false},
 	} {
+		if c.held {
+			continue
+		}
 		if math.Abs(c.v-c.end) <= 1e-3*math.Abs(c.end) {
 			res.AtBound = append(res.AtBound, fmt.Sprintf("%s %g", c.name, c.v))
 		}
@@ -272,17 +321,21 @@ func Fit(p formats.LLMProfile, b *Bench, sim Simulator, opt Options) (*Result, e
 	if best.StepOverheadUs < 0 {
 		res.warn(WarnNegativeOverhead, "the per-step overhead fitted is %g µs: a step cannot cost less than its work; the scales absorbed a cost the run does not pin down (too few requests, or too little spread in batch sizes and prompt lengths?)", best.StepOverheadUs)
 	}
-	if n := len(b.Requests); n < MinTrustedRequests {
-		res.warn(WarnFewRequests, "%d successful requests (%d fitted, %d held out): a fit needs at least %d to be trusted (%d fitted in %d groups of %d prompt lengths, as many held out)",
-			n, nFit, n-nFit, MinTrustedRequests, MinTrustedRequests/2, MinTrustedRequests/2/minGroup, minGroup)
+	for _, b := range runs {
+		if n := len(b.Requests); n < MinTrustedRequests {
+			res.warn(WarnFewRequests, "%s: %d successful requests (%d fitted, %d held out): a fit needs at least %d to be trusted (%d fitted in %d groups of %d prompt lengths, as many held out)",
+				filepath.Base(b.Name), n, n/2, n-n/2, MinTrustedRequests, MinTrustedRequests/2, MinTrustedRequests/2/minGroup, minGroup)
+		}
 	}
-	h := rec.HeldOut
-	for _, m := range []struct {
-		name          string
-		before, after float64
-	}{{"TTFT", h.Before.TTFTPct, h.After.TTFTPct}, {"ITL", h.Before.ITLPct, h.After.ITLPct}, {"E2E", h.Before.E2EPct, h.After.E2EPct}} {
-		if m.after > m.before+heldOutSlack {
-			res.warn(WarnHeldOutWorse, "the held-out requests' median %s error rose from %.1f%% to %.1f%%: the correction does not carry over to requests it was not fitted on", m.name, m.before, m.after)
+	for _, r := range res.Runs {
+		h := r.HeldOut
+		for _, m := range []struct {
+			name          string
+			before, after float64
+		}{{"TTFT", h.Before.TTFTPct, h.After.TTFTPct}, {"ITL", h.Before.ITLPct, h.After.ITLPct}, {"E2E", h.Before.E2EPct, h.After.E2EPct}} {
+			if m.after > m.before+heldOutSlack {
+				res.warn(WarnHeldOutWorse, "%s: the held-out requests' median %s error rose from %.1f%% to %.1f%%: the correction does not carry over to requests it was not fitted on", r.Name, m.name, m.before, m.after)
+			}
 		}
 	}
 	for _, t := range after {
@@ -291,57 +344,11 @@ func Fit(p formats.LLMProfile, b *Bench, sim Simulator, opt Options) (*Result, e
 		}
 	}
 	if res.Unfinished > 0 {
-		res.warn(WarnUnfinished, "the calibrated engine did not finish %d of the run's requests (refused or preempted for good: its KV capacity or engine settings are not the server's?)", res.Unfinished)
+		res.warn(WarnUnfinished, "the calibrated engine did not finish %d of the runs' requests (refused or preempted for good: its KV capacity or engine settings are not the server's?)", res.Unfinished)
 	}
-	if w, ok := kvMismatch(b.Requests, after, &prof); ok {
+	if w, ok := kvMismatch(reqs, after, prof); ok {
 		res.Warnings = append(res.Warnings, w)
 	}
-	return res, nil
-}
-
-func (r *Result) warn(name, format string, args ...any) {
-	r.Warnings = append(r.Warnings, Warning{Name: name, Text: fmt.Sprintf(format, args...)})
-}
-
-// stallSteps is how many of the profile's longest steps a measured gap between two chunks
-// of a stream must exceed to count as a stall: a request preempted (its KV freed) waits and
-// recomputes, which no single step, however full, takes.
-const stallSteps = 3
-
-// kvMismatch compares the replay's preemptions with the run's stalls (a gap between chunks
-// longer than stallSteps of the profile's longest step: a prefill step at its largest point
-// plus a decode step at its largest): many preempted requests in the replay with few stalled
-// in the run says the profile's KV capacity is below the server's, and the reverse above it.
-func kvMismatch(reqs []Request, t []Timing, p *formats.LLMProfile) (Warning, bool) {
-	it := p.Iteration
-	longest := (maxUs(it.Prefill) + maxUs(it.Decode)) / 1e6
-	var preempted, stalled int
-	for i := range reqs {
-		if t[i].Preemptions > 0 {
-			preempted++
-		}
-		if reqs[i].MaxGap > stallSteps*longest {
-			stalled++
-		}
-	}
-	floor := max(3, len(reqs)/100)
-	switch {
-	case preempted >= floor && stalled*4 < preempted:
-		return Warning{WarnKVMismatch, fmt.Sprintf("the replay preempted %d requests but the run's streams show %d stalls (a gap over %d of the longest step, %.1f ms): the profile's KV capacity (%d tokens) is likely below the server's; give its logged capacity (--kv-capacity-tokens or --vllm-log)",
-			preempted, stalled, stallSteps, 1e3*longest, p.KVCapacityTokens)}, true
-	case stalled >= floor && preempted*4 < stalled:
-		return Warning{WarnKVMismatch, fmt.Sprintf("the run's streams show %d stalls (a gap over %d of the longest step, %.1f ms) but the replay preempted %d requests: the server's KV capacity is likely below the profile's (%d tokens); give its logged capacity (--kv-capacity-tokens or --vllm-log)",
-			stalled, stallSteps, 1e3*longest, preempted, p.KVCapacityTokens)}, true
-	}
-	return Warning{}, false
-}
-
-func maxUs(pts []formats.PWLPoint) float64 {
-	m := 0.0
-	for _, pt := range pts {
-		m = max(m, pt.Us)
-	}
-	return m
 }
 
 func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
@@ -357,13 +364,12 @@ func minUs(pts []formats.PWLPoint) float64 {
 // search holds the fit's replays, each Factors replayed once.
 type search struct {
 	p formats.LLMProfile
-	// reqs are the requests each replay runs (the run's first ones), the first nFit of them
-	// fitted.
-	reqs                  []Request
+	// parts are the runs as the search replays them.
+	parts                 []*part
 	sim                   Simulator
-	nFit                  int
 	minPrefill, minDecode float64
-	obj                   *objective
+	// fixed are the factors held at 1 (prefill scale, decode scale, overhead).
+	fixed [3]bool
 	// cScale is the search space's unit of overhead (search.go).
 	cScale   float64
 	cache    map[Factors]*evaluation
@@ -373,8 +379,17 @@ type search struct {
 	err error
 }
 
+// part is one run as the search replays it: its first requests (at most MaxSearchRequests),
+// the first nFit of them fitted and scored by obj.
+type part struct {
+	reqs []Request
+	nFit int
+	obj  *objective
+}
+
+// evaluation is one replay of every part: its timings, run by run, and the mean loss.
 type evaluation struct {
-	t    []Timing
+	t    [][]Timing
 	loss float64
 }
 
@@ -404,7 +419,7 @@ func (s *search) loss(f Factors) float64 {
 	return e.loss
 }
 
-// eval replays the run under f (once per f) and scores the fitted half.
+// eval replays the runs under f (once per f) and scores their fitted halves.
 func (s *search) eval(f Factors) (*evaluation, error) {
 	if e, ok := s.cache[f]; ok {
 		return e, nil
@@ -413,11 +428,15 @@ func (s *search) eval(f Factors) (*evaluation, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.replay(prof, s.reqs)
-	if err != nil {
-		return nil, err
+	e := &evaluation{}
+	for _, pt := range s.parts {
+		t, err := s.replay(prof, pt.reqs)
+		if err != nil {
+			return nil, err
+		}
+		e.t = append(e.t, t)
+		e.loss += pt.obj.loss(t[:pt.nFit]) / float64(len(s.parts))
 	}
-	e := &evaluation{t: t, loss: s.obj.loss(t[:s.nFit])}
 	s.cache[f] = e
 	return e, nil
 }

@@ -1,10 +1,12 @@
 package calibrate
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/quantile"
 )
 
 // The search over the three factors is deterministic and needs no gradient (a replay's times
@@ -28,6 +30,9 @@ func (s *search) minimise(maxReplays int) (Factors, error) {
 	lnLo, lnHi := math.Log(formats.MinCalibrationScale), math.Log(formats.MaxCalibrationScale)
 	x := s.toX(Identity)
 	for k := 0; k < 3; k++ {
+		if s.fixed[k] {
+			continue
+		}
 		lo, hi := lnLo, lnHi
 		if k == 2 {
 			olo, ohi := s.overheadRange(s.factors(x))
@@ -46,12 +51,37 @@ func (s *search) minimise(maxReplays int) (Factors, error) {
 			return Factors{}, s.err
 		}
 	}
-	best := nelderMead(func(y []float64) float64 { return s.loss(s.factors(y)) }, func(y []float64) []float64 { return s.toX(s.factors(y)) },
-		x, []float64{0.1, 0.1, 0.1}, func() bool { return s.err != nil || s.replays >= maxReplays })
+	// The simplex runs over the free factors only: a held one stays at 0 (a scale of 1).
+	var free []int
+	for k := range 3 {
+		if !s.fixed[k] {
+			free = append(free, k)
+		}
+	}
+	expand := func(y []float64) []float64 {
+		out := make([]float64, 3)
+		for i, k := range free {
+			out[k] = y[i]
+		}
+		return out
+	}
+	reduce := func(x []float64) []float64 {
+		out := make([]float64, len(free))
+		for i, k := range free {
+			out[i] = x[k]
+		}
+		return out
+	}
+	step := make([]float64, len(free))
+	for i := range step {
+		step[i] = 0.1
+	}
+	best := nelderMead(func(y []float64) float64 { return s.loss(s.factors(expand(y))) }, func(y []float64) []float64 { return reduce(s.toX(s.factors(expand(y)))) },
+		reduce(x), step, func() bool { return s.err != nil || s.replays >= maxReplays })
 	if s.err != nil {
 		return Factors{}, s.err
 	}
-	return s.factors(best), nil
+	return s.factors(expand(best)), nil
 }
 
 // toX is f in the search's space.
@@ -192,4 +222,61 @@ func nelderMead(f func([]float64) float64, project func([]float64) []float64, x0
 		}
 	}
 	return best.x
+}
+
+// Which factors the runs constrain: the prefill scale multiplies the prefill curve, which the
+// TTFTs see at the fitted prompts' lengths; where those span a part of the curve that barely
+// changes (short prompts: every step near the curve's base), a scale and the per-step
+// overhead move the TTFTs alike and the fit could push either to a bound. The decode scale is
+// seen only through requests of two or more output tokens (a TPOT).
+const (
+	// minPrefillSpan is how much, at least, the prefill curve must change between the 10th
+	// and 90th percentile of the fitted prompts' lengths (as a ratio of its times).
+	minPrefillSpan = 1.25
+	// minDecodeRequests is the fewest fitted requests with a TPOT.
+	minDecodeRequests = minGroup
+)
+
+// hold fixes at 1 the scales runs do not constrain, saying why in res.Held.
+func (s *search) hold(runs []*Bench, res *Result) {
+	var lens []float64
+	tpots := 0
+	for _, pt := range s.parts {
+		for _, r := range pt.reqs[:pt.nFit] {
+			lens = append(lens, float64(r.PromptTokens))
+			if m, ok := r.TPOT(); ok && m > 0 {
+				tpots++
+			}
+		}
+	}
+	lo, hi := quantile.Of(lens, 10), quantile.Of(lens, 90)
+	tlo, thi := curveAt(s.p.Iteration.Prefill, lo), curveAt(s.p.Iteration.Prefill, hi)
+	if tlo > 0 && thi/tlo < minPrefillSpan {
+		s.fixed[0] = true
+		res.HeldFactors = append(res.HeldFactors, "prefill_scale")
+		res.Held = append(res.Held, fmt.Sprintf("prefill scale held at 1: the fitted prompts (10th to 90th percentile %.0f to %.0f tokens) span a part of the prefill curve that changes by %.0f%% (under %.0f%%): the runs cannot tell its scale from the per-step overhead; add runs with longer prompts",
+			lo, hi, 100*(thi/tlo-1), 100*(minPrefillSpan-1)))
+	}
+	if tpots < minDecodeRequests {
+		s.fixed[1] = true
+		res.HeldFactors = append(res.HeldFactors, "decode_scale")
+		res.Held = append(res.Held, fmt.Sprintf("decode scale held at 1: %d fitted requests have two or more output tokens (under %d): the runs do not constrain decode; add runs with longer outputs", tpots, minDecodeRequests))
+	}
+}
+
+// curveAt is the piecewise-linear curve pts at tokens (flat past its ends).
+func curveAt(pts []formats.PWLPoint, tokens float64) float64 {
+	if len(pts) == 0 {
+		return 0
+	}
+	if tokens <= float64(pts[0].Tokens) {
+		return pts[0].Us
+	}
+	for i := 1; i < len(pts); i++ {
+		if tokens <= float64(pts[i].Tokens) {
+			a, b := pts[i-1], pts[i]
+			return a.Us + (b.Us-a.Us)*(tokens-float64(a.Tokens))/float64(b.Tokens-a.Tokens)
+		}
+	}
+	return pts[len(pts)-1].Us
 }

@@ -47,7 +47,7 @@ type profileOptions struct {
 	// tpAlias and expertParAlias are vLLM's names of --tp and --expert-parallel.
 	tpAlias        string
 	expertParAlias bool
-	calibrate      string
+	calibrate      []string
 	strict         bool
 	vllmLog        string
 	profile        string
@@ -191,7 +191,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
 	f.Int64Var(&o.kvTokens, "kv-capacity-tokens", 0, "with --import: the engine's KV capacity in tokens (vLLM's GPU blocks × block size; default: the log's kv_capacity_tokens, else the analytic estimate of a known model)")
 	f.BoolVar(&o.useTRT, "trt", false, "onnx backend on cuda:N: put ONNX Runtime's TensorRT execution provider in front of CUDA")
 	f.StringVar(&o.precision, "precision", "", "roofline arithmetic: fp32, tf32 or fp16 (default: TF32 where the GPU has it, else FP32, as PPipe's TensorRT builds; only the default is calibrated)")
-	f.StringVar(&o.calibrate, "calibrate", "", "fit one LLM profile (--profile FILE [--model M], or --llm MODEL --gpu GPU [--tp N]) to a measured run: vllm bench serve --save-result --save-detailed JSON")
+	f.StringArrayVar(&o.calibrate, "calibrate", nil, "fit one LLM profile (--profile FILE [--model M], or --llm MODEL --gpu GPU [--tp N]) to a measured run: vllm bench serve --save-result --save-detailed JSON (repeatable, or a directory of them: one joint fit, each run's held-out error reported)")
 	f.StringVar(&o.vllmLog, "vllm-log", "", "a vLLM server's start-up log: its version, non-default args (tensor_parallel_size, max_num_seqs, max_num_batched_tokens, max_model_len, block_size, gpu_memory_utilization, enable_prefix_caching, kv_cache_dtype, quantization, enable_expert_parallel) and KV capacity (V1's \"GPU KV cache size: N tokens\", V0's \"# GPU blocks: N\") fill what the flags leave unset, on every LLM path but --calibrate --profile")
 	f.BoolVar(&o.strict, "strict", false, "with --calibrate: exit 2, writing nothing, when the fit has any warning (few-requests, near-bound, negative-overhead, held-out-worse, kv-mismatch, unfinished)")
 	f.StringVar(&o.profile, "profile", "", "with --calibrate: the LLM profile file to calibrate")
