@@ -40,9 +40,12 @@ func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) 
 	if opts.BatchAllowance {
 		// λ̂_m, the head's arrival rate that fills batches: Options.ArrivalRate, else the
 		// workload's rate_rps, else estimated by a first pass (NP without β).
+		// β is switched on only once every λ̂ is known: the first pass is NP without β for
+		// every model (PPipe A.2's artifact: two passes), and a model with β on and no λ̂
+		// yet would take batch 1 only (β = ∞ past it), shrinking its own estimate and, with
+		// it, every larger batch's allowance in the solve proper.
 		var thr []float64
 		for mi, md := range p.models {
-			md.betaOn = true
 			switch {
 			case opts.ArrivalRate > 0:
 				md.lambda = opts.ArrivalRate / 1e6
@@ -58,6 +61,9 @@ func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) 
 				}
 				md.lambda = thr[mi] / 1e6
 			}
+		}
+		for _, md := range p.models {
+			md.betaOn = true
 		}
 	}
 	var sol solved
