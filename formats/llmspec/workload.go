@@ -1,6 +1,7 @@
 package llmspec
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
@@ -78,13 +79,58 @@ func validateTokens(c *formats.Checker, t *TokenProfile, p string) {
 }
 
 // crossCheckClasses checks that each class's LLM is in a given profile (when profiles are
-// given).
+// given), and that its longest request fits each of them (classFit).
 func crossCheckClasses(cs *[]LLMClass, self string, docs map[string]formats.Document) formats.ErrorList {
-	return formats.CheckProfiledRefs(docs, false, true, "LLM not found in any profile (%s)", func(add func(path, name string)) {
+	errs := formats.CheckProfiledRefs(docs, false, true, "LLM not found in any profile (%s)", func(add func(path, name string)) {
 		for i := range *cs {
 			add(formats.Field(formats.Index(WorkloadKey, i), "model"), (*cs)[i].Model)
 		}
 	})
+	return append(errs, classFit(*cs, docs)...)
+}
+
+// classFit refuses, as plan solve does (planner/qlm's class checks), a class whose longest
+// request — input_tokens.max + output_tokens.max — is more than a given profile of its model
+// serves: its engine's max_model_len (vLLM refuses the request, HTTP 400) or its KV capacity
+// (the request is never admitted: its KV must fit the cache whole; LLM engine digest §1, §4).
+// The profiles are those of the class's model on the GPU types of the clusters given, or
+// every one when no cluster is.
+func classFit(cs []LLMClass, docs map[string]formats.Document) formats.ErrorList {
+	pfiles, profs := formats.Given[formats.Profile](docs)
+	_, clusters := formats.Given[formats.Cluster](docs)
+	var gpus map[string]bool
+	for _, c := range clusters {
+		if gpus == nil {
+			gpus = map[string]bool{}
+		}
+		for _, g := range c.GPUs {
+			gpus[g.Type] = true
+		}
+	}
+	var c formats.Checker
+	for i, cl := range cs {
+		long := cl.InputTokens.Max + cl.OutputTokens.Max
+		if cl.InputTokens.Max < 1 || cl.OutputTokens.Max < 1 {
+			continue // refused by the class's own checks
+		}
+		path := formats.Field(formats.Index(WorkloadKey, i), "input_tokens.max + output_tokens.max")
+		for fi, p := range profs {
+			for j := range p.LLMs {
+				l := &p.LLMs[j]
+				if l.Model != cl.Model || gpus != nil && !gpus[l.GPU] {
+					continue
+				}
+				at := fmt.Sprintf("%s: llms[%d] (%s on %d×%s)", pfiles[fi], j, l.Model, max(l.GPUCount, 1), l.GPU)
+				if e := l.Engine; e != nil && e.MaxModelLen > 0 && long > e.MaxModelLen {
+					c.Add(path, long, "more than the engine's max_model_len %d (%s: engine.max_model_len): vLLM refuses such a request", e.MaxModelLen, at)
+				}
+				if l.KVCapacityTokens > 0 && int64(long) > l.KVCapacityTokens {
+					c.Add(path, long, "more than the KV cache's %d tokens (%s: kv_capacity_tokens): such a request is never admitted", l.KVCapacityTokens, at)
+				}
+			}
+		}
+	}
+	return c.Errs()
 }
 
 // UsedModels names the LLMs the classes use (formats.ModelUser, for profile coverage).
