@@ -29,6 +29,15 @@ func TestLLMCalibrationValidate(t *testing.T) {
 		{"decode scale NaN", func(c *LLMCalibration) { c.DecodeScale = math.NaN() }, "calibration.decode_scale", "NaN"},
 		{"overhead", func(c *LLMCalibration) { c.StepOverheadUs = 6000 }, "calibration.step_overhead_us", "6000"},
 		{"error", func(c *LLMCalibration) { c.HeldOut.After.ITLPct = -1 }, "calibration.held_out.after.itl_pct", "-1"},
+		{"held prefill", func(c *LLMCalibration) { c.PrefillScale, c.HeldAtOne = 1, []string{"prefill_scale"} }, "", ""},
+		{"held but fitted", func(c *LLMCalibration) { c.HeldAtOne = []string{"decode_scale"} }, "calibration.held_at_one[0]", `"decode_scale"`},
+		{"held unknown", func(c *LLMCalibration) { c.HeldAtOne = []string{"overhead"} }, "calibration.held_at_one[0]", `"overhead"`},
+		{"two runs", func(c *LLMCalibration) { c.Runs = twoRuns() }, "", ""},
+		{"runs miscounted", func(c *LLMCalibration) { c.Runs = twoRuns(); c.Runs[1].Requests = 7 }, "calibration.runs", "2"},
+		{"run nothing held out", func(c *LLMCalibration) {
+			c.Runs = twoRuns()
+			c.Runs[0].FitRequests, c.Runs[1].FitRequests = 4, 1
+		}, "calibration.runs[0].fit_requests", "4"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cal := good()
@@ -49,4 +58,10 @@ func TestLLMCalibrationValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// twoRuns are the runs of a joint calibration of 10 requests, 5 fitted.
+func twoRuns() []LLMCalibrationRun {
+	e := LLMCalibrationErrors{Before: LLMReplayError{TTFTPct: 1}, After: LLMReplayError{TTFTPct: 1}}
+	return []LLMCalibrationRun{{Source: "a.json", Requests: 4, FitRequests: 2, Fit: e, HeldOut: e}, {Source: "b.json", Requests: 6, FitRequests: 3, Fit: e, HeldOut: e}}
 }
