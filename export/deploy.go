@@ -35,24 +35,27 @@ const DefaultImage = "plan:latest"
 // DefaultTritonImage runs an exported Triton repository (NGC's tritonserver image).
 const DefaultTritonImage = "nvcr.io/nvidia/tritonserver:25.01-py3"
 
-// withDeploy adds the coordinator and the workers' autoscaling to a rendered export.
-func withDeploy(target string, f Files, p *formats.Plan, o Options) (Files, error) {
-	c := CapacityOf(p)
-	var eps []StageEndpoint
-	var err error
-	switch target {
-	case KServe:
-		eps, err = kserveScale(f, c, o)
-	case Ray:
-		err = rayAutoscale(f, c)
-		eps = []StageEndpoint{{Stage: "*", URLs: []string{"http://" + o.Name + "-serve-svc:8000"}}}
-	case Triton:
-		eps, err = tritonDeploy(f, c, o)
-	}
+// workers gives a rendered export's workers their autoscaling (the target's own: KServe's
+// KEDA integration, Ray's autoscaling_config, Triton Deployments with KEDA and HPA) and
+// returns the endpoints the coordinator reaches them at.
+type workers func(f Files, c Capacity, o Options) ([]StageEndpoint, error)
+
+// withDeploy adds the workers' autoscaling and the coordinator to a rendered export.
+func withDeploy(scale workers, f Files, p *formats.Plan, o Options) (Files, error) {
+	eps, err := scale(f, CapacityOf(p), o)
 	if err != nil {
 		return nil, err
 	}
 	return f, coordinator(f, p, o, eps)
+}
+
+// rayWorkers: Ray Serve scales its deployments itself; the coordinator calls the Serve
+// application's service.
+func rayWorkers(f Files, c Capacity, o Options) ([]StageEndpoint, error) {
+	if err := rayAutoscale(f, c); err != nil {
+		return nil, err
+	}
+	return []StageEndpoint{{Stage: "*", URLs: []string{"http://" + o.Name + "-serve-svc:8000"}}}, nil
 }
 
 // StageEndpoint is one entry of `plan serve --endpoints` (serve.Endpoints): a stage name or

@@ -152,7 +152,7 @@ func (tritonTarget) Name() string                                { return Triton
 func (tritonTarget) Owns(file string) bool                       { return path.Base(file) == "config.pbtxt" }
 func (tritonTarget) Render(gs []Group, o Options) (Files, error) { return TritonFiles(gs, o) }
 func (tritonTarget) Finish(f Files, p *formats.Plan, o Options) (Files, error) {
-	return withDeploy(Triton, f, p, o)
+	return withDeploy(tritonDeploy, f, p, o)
 }
 
 type kserveTarget struct{}
@@ -161,7 +161,7 @@ func (kserveTarget) Name() string                                { return KServe
 func (kserveTarget) Owns(file string) bool                       { return strings.HasSuffix(file, ".yaml") }
 func (kserveTarget) Render(gs []Group, o Options) (Files, error) { return KServeFiles(gs, o) }
 func (kserveTarget) Finish(f Files, p *formats.Plan, o Options) (Files, error) {
-	return withDeploy(KServe, f, p, o)
+	return withDeploy(kserveScale, f, p, o)
 }
 
 type rayTarget struct{}
@@ -173,7 +173,7 @@ func (rayTarget) Render(gs []Group, o Options) (Files, error) { return RayFiles(
 // Finish adds deploy/ and the README.md that says what the application builder the config
 // imports must provide (RayReadme).
 func (rayTarget) Finish(f Files, p *formats.Plan, o Options) (Files, error) {
-	f, err := withDeploy(Ray, f, p, o)
+	f, err := withDeploy(rayWorkers, f, p, o)
 	if err != nil {
 		return nil, err
 	}
