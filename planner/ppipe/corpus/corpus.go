@@ -224,7 +224,14 @@ var authorsShape = shape{9, 10, 5200, 35000}
 // stage rounding, K^(P−D) replicas, the batch-formation allowance, no surplus filling, and
 // either the main runs' P ≤ 2 with α = 0.4 or the ablation's P ≤ 3 with α = 0.1. NIC 6 Gbps
 // on P4 clusters, 10 on T4 ones, as the artifact has it.
-func Authors(seed uint64, index int) Case {
+func Authors(seed uint64, index int) Case { return authors(seed, index, 3, 25, 75, "authors") }
+
+// AuthorsTestbed is Authors on the paper's testbed (PPipe §7.1, "S": 4 high-class + 12
+// low-class GPUs, one model at a time): cases small enough that a long run proves their
+// optimum, to hold the default solve to it.
+func AuthorsTestbed(seed uint64, index int) Case { return authors(seed, index, 1, 4, 12, "testbed") }
+
+func authors(seed uint64, index, nModels, high, low int, kind string) Case {
 	r := rand.New(rand.NewPCG(seed^0xa11e5, uint64(index)*0x9e3779b97f4a7c15+7))
 	pair := pairs[r.IntN(len(pairs))]
 	hi, lo := pair[0], pair[1]
@@ -239,11 +246,11 @@ func Authors(seed uint64, index int) Case {
 	if hi == "L4" && lo == "P4" {
 		perServer["L4"] = 1 // HC1
 	}
-	c := Case{Name: fmt.Sprintf("authors-%d-%d", seed, index)}
+	c := Case{Name: fmt.Sprintf("%s-%d-%d", kind, seed, index)}
 	weights := [][]float64{{0.30, 0.33, 0.37}, {0.39, 0.26, 0.35}}[r.IntN(2)]
 	var models, wmodels []map[string]any
 	var descr []string
-	for m := 0; m < 3; m++ {
+	for m := 0; m < nModels; m++ {
 		name := fmt.Sprintf("m%d", m)
 		mp, _, l4 := model(r, name, []string{hi, lo}, authorsShape)
 		models = append(models, mp)
@@ -259,10 +266,10 @@ func Authors(seed uint64, index int) Case {
 	}
 	cluster := map[string]any{
 		"apiVersion": "plan/v1", "kind": "Cluster",
-		"metadata": map[string]any{"name": fmt.Sprintf("25x%s-75x%s", hi, lo)},
+		"metadata": map[string]any{"name": fmt.Sprintf("%dx%s-%dx%s", high, hi, low, lo)},
 		"gpus": []map[string]any{
-			{"type": hi, "count": 25, "per_server": perServer[hi], "vgpu": levels(hi), "class": "high"},
-			{"type": lo, "count": 75, "per_server": perServer[lo], "vgpu": levels(lo), "class": "low"},
+			{"type": hi, "count": high, "per_server": perServer[hi], "vgpu": levels(hi), "class": "high"},
+			{"type": lo, "count": low, "per_server": perServer[lo], "vgpu": levels(lo), "class": "low"},
 		},
 		"nic_gbps": nic,
 	}
@@ -285,7 +292,7 @@ func Authors(seed uint64, index int) Case {
 		{"fill-surplus", "false"},
 	}
 	c.Profile, c.Cluster, c.Workload = mustJSON(profile), mustJSON(cluster), mustJSON(workload)
-	c.Describe = fmt.Sprintf("%s: 25 %s + 75 %s, %g Gbps; %s; strategy %s", c.Name, hi, lo, nic, strings.Join(descr, "; "), c.Strategy)
+	c.Describe = fmt.Sprintf("%s: %d %s + %d %s, %g Gbps; %s; strategy %s", c.Name, high, hi, low, lo, nic, strings.Join(descr, "; "), c.Strategy)
 	for _, f := range c.Flags {
 		c.Describe += fmt.Sprintf(" --%s=%s", f.Name, f.Value)
 	}
