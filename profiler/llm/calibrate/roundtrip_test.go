@@ -5,7 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/plan-dev/plan/formats"
 	runprofile "github.com/plan-dev/plan/internal/run/profile"
@@ -132,6 +134,26 @@ func BenchmarkCalibrate10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	data := synthRun(b, truth, 10000, 20, true)
+	// The heap the read and the fit add, sampled every 5 ms (the file itself excluded).
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base, peak := ms.HeapInuse, ms.HeapInuse
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				peak = max(peak, m.HeapInuse)
+			}
+		}
+	}()
 	b.ResetTimer()
 	for range b.N {
 		run, err := calibrate.ReadBenchResult("bench.json", data, calibrate.ReadOptions{MaxModelLen: 131072, Seed: 1})
@@ -144,5 +166,9 @@ func BenchmarkCalibrate10k(b *testing.B) {
 		}
 		b.ReportMetric(float64(res.Replays), "replays")
 	}
+	b.StopTimer()
+	close(done)
+	<-sampled
 	b.ReportMetric(float64(len(data))/1e6, "file-MB")
+	b.ReportMetric(float64(peak-base)/1e6, "peak-heap-MB")
 }

@@ -118,7 +118,24 @@ a prefill scale, a decode scale and a per-step overhead in µs — are fitted to
 of the requests' TTFT and inter-token latency; the second half is held out. The calibrated
 profile (corrected iteration curves, and a calibration block recording the run, the factors
 and the errors) is written with -o; the median errors before and after, on both halves, go
-to stdout.
+to stdout. --calibrate is repeatable (or a directory of *.json runs): one joint fit of runs
+of one deployment, each run's first half fitted and second half held out, each run's errors
+reported. A factor the runs do not constrain (prompts too short for the prefill scale, too
+few requests of two or more output tokens for the decode scale) is held at 1 and said so.
+Each search replay runs a run's first 1,000 requests at most; a run holds at most 100,000
+requests and 256 MiB. A request with an error recorded is left out and counted; one without
+must have output tokens, at most output tokens - 1 itls and finite times >= 0 (exit 2
+naming the request and field). The fit warns by name — few-requests (under 64),
+near-bound (a factor within 10% of its range's end), negative-overhead, held-out-worse,
+kv-mismatch (preemptions in the replay the measured streams do not show, or the reverse),
+unfinished — and --strict makes any warning exit 2 with nothing written.
+--vllm-log FILE reads a vLLM server's start-up log — its version, its non-default args
+(tensor_parallel_size, max_num_seqs, max_num_batched_tokens, max_model_len, block_size,
+gpu_memory_utilization, enable_prefix_caching, kv_cache_dtype, quantization,
+enable_expert_parallel) and its KV size (V1's "GPU KV cache size: N tokens", V0's "# GPU
+blocks: N" times the block size) — on every LLM path but --calibrate --profile: explicit
+flags win over the log, the log over the defaults; --kv-capacity-tokens over the log's KV
+size, the log's over the estimate.
 The profile is validated and written atomically; a summary table goes to stdout.`,
 		Example: `  plan profile                                   # the demo model
   plan profile --zoo efficientnet-b8 --gpu L4,P4,T4,V100 -o effnet.json
@@ -136,6 +153,8 @@ The profile is validated and written atomically; a summary table goes to stdout.
   plan profile --llm mistral-7b --gpu A100 --import steps.csv -o llm.json
   plan profile --import llama3-8b-h100-tp2-steps.csv -o engine.json   # model, gpu, gpu_count, kv_capacity_tokens columns
   plan profile --calibrate profiler/llm/calibrate/testdata/vllm-detailed.json --llm llama-3.1-8b --gpu H100 --tp 1 -o calibrated.json
+  plan profile --llm llama-3.1-8b --gpu H100 --vllm-log profiler/llm/testdata/serverlogs/v1-0.11.log -o llm-served.json
+  plan profile --calibrate profiler/llm/calibrate/testdata/vllm-detailed.json --calibrate profiler/llm/calibrate/testdata/plan-load.json --llm llama-3.1-8b --gpu H100 --vllm-log profiler/llm/testdata/serverlogs/v1-0.11.log -o calibrated.json
   plan profile --llm llama-3.1-8b --gpu H100,A100 -o llm.json && plan profile --calibrate profiler/llm/calibrate/testdata/vllm-detailed.json --profile llm.json --model llama-3.1-8b@H100 -o calibrated.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
