@@ -138,7 +138,7 @@ func BenchmarkCalibrate10k(b *testing.B) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	base, peak := ms.HeapInuse, ms.HeapInuse
+	heap0, peak := ms.HeapInuse, ms.HeapInuse
 	done := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -170,5 +170,5 @@ func BenchmarkCalibrate10k(b *testing.B) {
 	close(done)
 	<-sampled
 	b.ReportMetric(float64(len(data))/1e6, "file-MB")
-	b.ReportMetric(float64(peak-base)/1e6, "peak-heap-MB")
+	b.ReportMetric(float64(peak-heap0)/1e6, "peak-heap-MB")
 }
