@@ -30,9 +30,29 @@ var rateMargins = []float64{1.1, 1.25, 1.5, 2}
 // miss. A plan's verdict at its rates decides whether it is kept, so only a kept plan's
 // prediction runs the headroom search (sim.Prediction).
 func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in planner.Inputs, settings planner.Settings, arrivals string, note func(string)) (*formats.Plan, error) {
-	plan, err := pl.Solve(ctx, in, settings)
+	plan, started, err := Attempt(ctx, reg, pl, in, settings, arrivals, note)
 	if err != nil {
 		return nil, err
+	}
+	if settings.Status != nil {
+		settings.Status("predicting: the rates the plan holds (headroom search)")
+	}
+	whole, err := started.Complete(ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan.Prediction = whole
+	return plan, nil
+}
+
+// Attempt is Solve up to the verdict: the plan Solve keeps and its prediction started, whose
+// Rates() is the verdict at the workload's rates, without the headroom search that
+// completes it. A caller that only asks whether a solve would succeed (solve's explanation
+// of an infeasible target, internal/run/solve/explain) stops here.
+func Attempt(ctx context.Context, reg *systems.Registry, pl planner.Planner, in planner.Inputs, settings planner.Settings, arrivals string, note func(string)) (*formats.Plan, *sim.Prediction, error) {
+	plan, err := pl.Solve(ctx, in, settings)
+	if err != nil {
+		return nil, nil, err
 	}
 	// The status line names the phase after the planner's: a prediction simulates for
 	// seconds, the headroom search for longer, with no solver to report.
@@ -44,21 +64,11 @@ func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in pl
 	status("predicting: simulating the plan at the workload's rates")
 	first, err := Start(ctx, reg, plan, arrivals)
 	if err != nil {
-		return nil, err
-	}
-	// keep completes the prediction of the plan returned.
-	keep := func(p *formats.Plan, started *sim.Prediction) (*formats.Plan, error) {
-		status("predicting: the rates the plan holds (headroom search)")
-		whole, err := started.Complete(ctx)
-		if err != nil {
-			return nil, err
-		}
-		p.Prediction = whole
-		return p, nil
+		return nil, nil, err
 	}
 	pr := first.Rates()
 	if pr.Meets || pr.Basis != formats.PredictionBasisRates || in.Workload == nil {
-		return keep(plan, first)
+		return plan, first, nil
 	}
 	settings.Progress = nil
 	for _, k := range rateMargins {
@@ -66,7 +76,7 @@ func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in pl
 		status(fmt.Sprintf("solving for %.3g× the rates", k))
 		scaled, err := scaleWorkload(in.Workload, k)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sin := in
 		sin.Workload = scaled
@@ -74,21 +84,21 @@ func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in pl
 		if err != nil {
 			// The cluster does not carry the margin: the plan at the rates stands, missing.
 			note(fmt.Sprintf("no plan at %.3g× the rates: %v", k, err))
-			return keep(plan, first)
+			return plan, first, nil
 		}
 		if err := unscaleEmbedded(p, k, plan.Provenance.Embedded); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		status(fmt.Sprintf("predicting the plan solved for %.3g× the rates", k))
 		started, err := Start(ctx, reg, p, arrivals)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if pr = started.Rates(); pr.Meets {
-			return keep(p, started)
+			return p, started, nil
 		}
 	}
-	return keep(plan, first)
+	return plan, first, nil
 }
 
 // worstMiss names the application furthest below its target.

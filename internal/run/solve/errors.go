@@ -1,11 +1,16 @@
 package solve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/plan-dev/plan/formats"
+	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/run"
+	"github.com/plan-dev/plan/internal/run/predict"
+	"github.com/plan-dev/plan/internal/run/solve/explain"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
@@ -94,4 +99,89 @@ func MissingSolver(err error) (error, bool) {
 		return err, false
 	}
 	return run.UsageError(fmt.Errorf("%w; %s", err, solverFix)), true
+}
+
+// refusedTarget reports whether a failed solve is one the explanation may answer: the
+// planner refused the inputs (planner.ErrInput, planner.ErrInfeasible), where a target that
+// cannot be met is reported, and the command was not interrupted. A missing solver is no
+// such refusal.
+func refusedTarget(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, solver.ErrBackendUnavailable) {
+		return false
+	}
+	return errors.Is(err, planner.ErrInput) || errors.Is(err, planner.ErrInfeasible)
+}
+
+// FailureReport is what `plan solve -O json` prints on stdout when it exits 2 because a
+// target cannot be met: the error and the explanation (internal/run/solve/explain). Nothing
+// is written to --out.
+type FailureReport struct {
+	OK          bool                 `json:"ok"`
+	Error       string               `json:"error"`
+	Explanation *explain.Explanation `json:"explanation"`
+}
+
+// explainFailure is solve's exit 2 for a target that cannot be met (err: the planner's
+// refusal, or the miss of missed, the plan solved): the explanation's search runs on the
+// failure path only, within --time-limit, and its lines follow the error (on stderr); with
+// -O json the error and the explanation are a FailureReport on stdout. Where the search
+// finds that no knob explains the failure (bad input), the error is reported as it was.
+func explainFailure(ctx context.Context, a Args, io *run.IO, sys system.System, in planner.Inputs, settings planner.Settings, err error, missed *formats.Plan) error {
+	settings.Progress, settings.Status = nil, nil
+	task := progressline.NewStatus(io.Err, io.Quiet, "explain "+sys.Name)
+	solves := 0
+	probe := func(ctx context.Context, in planner.Inputs, s planner.Settings) (explain.Outcome, error) {
+		solves++
+		task.Note(fmt.Sprintf("searching what would make it feasible: solve %d", solves))
+		return probeSolve(ctx, a, sys, in, s)
+	}
+	fail := explain.Outcome{Plan: missed}
+	if missed == nil {
+		fail.Refusal = err
+	}
+	ex, xerr := explain.Explain(ctx, explain.Request{In: in, Settings: settings, Secs: a.Systems.Sections(), Probe: probe, Failure: fail, Limit: a.TimeLimit,
+		Trace: func(s string) { io.Logger().Debug("explain: " + s) }})
+	task.Clear()
+	if xerr != nil {
+		// The explanation is extra: the solve's own error stands, with why none is given.
+		io.Logger().Debug("no explanation", "err", xerr)
+		if errors.Is(xerr, solver.ErrCanceled) || ctx.Err() != nil {
+			return run.UsageError(err)
+		}
+		return run.UsageError(fmt.Errorf("%w\n(no explanation: %v)", err, xerr))
+	}
+	if ex == nil {
+		return run.UsageError(err)
+	}
+	if io.JSONOutput() {
+		if werr := io.WriteJSON(FailureReport{Error: err.Error(), Explanation: ex}); werr != nil {
+			return werr
+		}
+		return run.UsageError(fmt.Errorf("%w\n(the explanation is on stdout, -O json)", err))
+	}
+	return run.UsageError(fmt.Errorf("%w\n%s", err, strings.Join(ex.Lines(), "\n")))
+}
+
+// probeSolve is one solve of the explanation's search: a fresh planner of sys with the
+// command's planner flags, then the prediction at the workload's rates (predict.Attempt,
+// without the headroom search), judged as Run judges a plan. A refusal of the inputs is a
+// verdict (infeasible); any other error ends the search.
+func probeSolve(ctx context.Context, a Args, sys system.System, in planner.Inputs, s planner.Settings) (explain.Outcome, error) {
+	pl, opts := NewPlanner(sys)
+	for _, f := range a.PlannerFlags {
+		if err := opts.Set(f.Name, f.Value); err != nil {
+			return explain.Outcome{}, err
+		}
+	}
+	plan, started, err := predict.Attempt(ctx, a.Systems, pl, in, s, a.Arrivals, func(string) {})
+	switch {
+	case err == nil:
+	case errors.Is(err, planner.ErrInput), errors.Is(err, planner.ErrInfeasible), errors.Is(err, planner.ErrNoSolution) && ctx.Err() == nil:
+		return explain.Outcome{Refusal: err}, nil
+	default:
+		return explain.Outcome{}, err
+	}
+	pr := started.Rates()
+	plan.Prediction = pr
+	return explain.Outcome{Feasible: pr.Meets || pr.Basis != formats.PredictionBasisRates, Plan: plan}, nil
 }
