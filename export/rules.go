@@ -23,65 +23,101 @@ import (
 // the user supplies (Validate on an export leaves it out; `plan export --check` applies it).
 type Deployable bool
 
-// runtimeRules checks the whole file set: cross-file references need every file.
-func runtimeRules(files Files, deploy Deployable) []string {
+// runtimeRules checks the whole file set (cross-file references need every file): the
+// shared rules of the Kubernetes objects every target's deploy/ holds, then each target's
+// (RuleChecker), the errors in file order.
+func (r *Registry) runtimeRules(files Files, deploy Deployable) []string {
+	errs := yamlRules(files, sharedRules)
+	for _, t := range r.list {
+		if rc, ok := t.(RuleChecker); ok {
+			errs = append(errs, rc.Rules(files, deploy)...)
+		}
+	}
+	file := func(e string) string { f, _, _ := strings.Cut(e, ": "); return f }
+	slices.SortStableFunc(errs, func(a, b string) int { return strings.Compare(file(a), file(b)) })
+	return errs
+}
+
+// yamlRules applies rules to every document of the YAML manifests (Ray's config left out),
+// each error as "file: [(document i) ]field: value: rule".
+func yamlRules(files Files, rules func(doc []byte) []string) []string {
 	var errs []string
-	services := map[string]bool{}
-	inGraph := map[string]bool{}
-	models := map[string]bool{}
 	for _, name := range files.Names() {
-		switch {
-		case path.Base(name) == "config.pbtxt":
-			models[path.Dir(name)] = true
-		case strings.HasSuffix(name, ".yaml") && path.Base(name) != RayConfigFile:
-			for _, d := range Documents(files[name]) {
-				var probe struct {
-					Kind     string     `json:"kind"`
-					Metadata ObjectMeta `json:"metadata"`
-					Spec     struct {
-						Nodes map[string]GraphNode `json:"nodes"`
-					} `json:"spec"`
+		if !strings.HasSuffix(name, ".yaml") || path.Base(name) == RayConfigFile {
+			continue
+		}
+		ds := Documents(files[name])
+		for i, d := range ds {
+			for _, e := range rules(d) {
+				if len(ds) > 1 {
+					e = fmt.Sprintf("(document %d) %s", i+1, e)
 				}
-				if yaml.Unmarshal(d, &probe) != nil {
-					continue
-				}
-				switch probe.Kind {
-				case "InferenceService":
-					services[probe.Metadata.Name] = true
-				case "InferenceGraph":
-					for _, n := range probe.Spec.Nodes {
-						for _, st := range n.Steps {
-							inGraph[st.ServiceName] = true
-						}
-					}
-				}
+				errs = append(errs, name+": "+e)
 			}
 		}
 	}
+	return errs
+}
+
+// Rules of the classic targets: Triton's model configs, KServe's services and graphs, Ray
+// Serve's config.
+func (tritonTarget) Rules(files Files, deploy Deployable) []string {
+	models := map[string]bool{}
 	for _, name := range files.Names() {
-		data := files[name]
-		var es []string
-		switch {
-		case path.Base(name) == "config.pbtxt":
-			if c, err := ParseTriton(data); err == nil {
-				es = tritonRules(name, c, files, models, deploy)
-			}
-		case path.Base(name) == RayConfigFile:
-			es = rayRules(data)
-		case strings.HasSuffix(name, ".yaml"):
-			ds := Documents(data)
-			for i, d := range ds {
-				des := kserveRules(d, services, inGraph)
-				if len(ds) > 1 {
-					for j := range des {
-						des[j] = fmt.Sprintf("(document %d) %s", i+1, des[j])
-					}
-				}
-				es = append(es, des...)
+		if path.Base(name) == "config.pbtxt" {
+			models[path.Dir(name)] = true
+		}
+	}
+	var errs []string
+	for _, name := range files.Names() {
+		if path.Base(name) != "config.pbtxt" {
+			continue
+		}
+		if c, err := ParseTriton(files[name]); err == nil {
+			for _, e := range tritonRules(name, c, files, models, deploy) {
+				errs = append(errs, name+": "+e)
 			}
 		}
-		for _, e := range es {
-			errs = append(errs, name+": "+e)
+	}
+	return errs
+}
+
+func (kserveTarget) Rules(files Files, _ Deployable) []string {
+	services := map[string]bool{}
+	inGraph := map[string]bool{}
+	yamlRules(files, func(d []byte) []string {
+		var probe struct {
+			Kind     string     `json:"kind"`
+			Metadata ObjectMeta `json:"metadata"`
+			Spec     struct {
+				Nodes map[string]GraphNode `json:"nodes"`
+			} `json:"spec"`
+		}
+		if yaml.Unmarshal(d, &probe) != nil {
+			return nil
+		}
+		switch probe.Kind {
+		case "InferenceService":
+			services[probe.Metadata.Name] = true
+		case "InferenceGraph":
+			for _, n := range probe.Spec.Nodes {
+				for _, st := range n.Steps {
+					inGraph[st.ServiceName] = true
+				}
+			}
+		}
+		return nil
+	})
+	return yamlRules(files, func(d []byte) []string { return kserveRules(d, services, inGraph) })
+}
+
+func (rayTarget) Rules(files Files, _ Deployable) []string {
+	var errs []string
+	for _, name := range files.Names() {
+		if path.Base(name) == RayConfigFile {
+			for _, e := range rayRules(files[name]) {
+				errs = append(errs, name+": "+e)
+			}
 		}
 	}
 	return errs
@@ -123,6 +159,7 @@ func tritonRules(name string, c *tritonpb.ModelConfig, files Files, models map[s
 // pod never becomes Ready; the schema already requires maxBatchSize >= 1); a GPU node selector by the label GPU
 // feature discovery writes, not plan's short name (which no node carries); replicas and
 // autoscaling consistent; an InferenceGraph's steps call services of the directory.
+// (A Deployment's, a ScaledObject's and an HPA's rules are sharedRules.)
 func kserveRules(data []byte, services, inGraph map[string]bool) []string {
 	kind, err := KindOf(data)
 	if err != nil {
@@ -145,6 +182,18 @@ func kserveRules(data []byte, services, inGraph map[string]bool) []string {
 			return nil
 		}
 		return graphRules(g, services)
+	}
+	return nil
+}
+
+// sharedRules: the Kubernetes objects of every target's deploy/ — container resources that
+// parse as quantities, ordered replica ranges, KEDA's Prometheus trigger metadata.
+func sharedRules(data []byte) []string {
+	kind, err := KindOf(data)
+	if err != nil {
+		return nil
+	}
+	switch kind {
 	case "Deployment":
 		var d Deployment
 		if yaml.Unmarshal(data, &d) != nil {

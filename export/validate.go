@@ -76,12 +76,7 @@ func (r *Registry) Validate(files Files, deploy Deployable) error {
 		}
 	}
 	if len(errs) == 0 {
-		errs = runtimeRules(files, deploy)
-		for _, t := range r.list {
-			if rc, ok := t.(RuleChecker); ok {
-				errs = append(errs, rc.Rules(files, deploy)...)
-			}
-		}
+		errs = r.runtimeRules(files, deploy)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("export: %d invalid file(s):\n%s", len(errs), strings.Join(errs, "\n"))
