@@ -94,6 +94,11 @@ func runWindows(ctx context.Context, a Args, io *run.IO, sys system.System, pl p
 		if err != nil {
 			return nil, solveError(withFileNames(err, a.Inputs, sys))
 		}
+		if ps, ok := pl.(predictionStater); ok { // each window's plan states what it serves, as plan solve's
+			if _, err := ps.StatePrediction(plan, a.AcceptMiss); err != nil {
+				return nil, solveError(withFileNames(err, a.Inputs, sys))
+			}
+		}
 		if !plan.Prediction.Meets && plan.Prediction.Basis == formats.PredictionBasisRates && !a.AcceptMiss {
 			return nil, run.UsageErrorf("window plan (%s) misses its target at the window's peak rates, in simulation: %s (nothing written; --accept-miss writes it with the miss recorded)",
 				describeRates(wl), strings.Join(predict.Misses(plan.Prediction), "; "))
