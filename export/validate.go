@@ -105,19 +105,10 @@ func ParseTriton(data []byte) (*tritonpb.ModelConfig, error) {
 	return &c, nil
 }
 
-// SchemaFor names the schema of a YAML document.
+// SchemaFor names the shared schema (schema/) of a YAML document: the Kubernetes objects of
+// every target's deploy/. A target's own kinds are its SchemaProvider's.
 func SchemaFor(name string, doc map[string]any) (string, error) {
-	if path.Base(name) == RayConfigFile {
-		return "ray-serve.schema.json", nil
-	}
-	if path.Base(name) == VLLMModelFile {
-		return "triton-vllm-model.schema.json", nil
-	}
 	switch doc["kind"] {
-	case "InferenceService":
-		return "inferenceservice.schema.json", nil
-	case "InferenceGraph":
-		return "inferencegraph.schema.json", nil
 	case "ScaledObject":
 		return "scaledobject.schema.json", nil
 	case "HorizontalPodAutoscaler":
@@ -132,6 +123,26 @@ func SchemaFor(name string, doc map[string]any) (string, error) {
 	return "", fmt.Errorf("kind %s: not a manifest plan exports", echo(doc["kind"]))
 }
 
+// SchemaFor of the classic targets: Triton's vLLM model.json, KServe's services and graphs,
+// Ray Serve's config (schema/; a Schema without JSON names one there).
+func (tritonTarget) SchemaFor(name string, _ map[string]any) (Schema, bool) {
+	return Schema{Name: "triton-vllm-model.schema.json"}, path.Base(name) == VLLMModelFile
+}
+
+func (kserveTarget) SchemaFor(_ string, doc map[string]any) (Schema, bool) {
+	switch doc["kind"] {
+	case "InferenceService":
+		return Schema{Name: "inferenceservice.schema.json"}, true
+	case "InferenceGraph":
+		return Schema{Name: "inferencegraph.schema.json"}, true
+	}
+	return Schema{}, false
+}
+
+func (rayTarget) SchemaFor(name string, _ map[string]any) (Schema, bool) {
+	return Schema{Name: "ray-serve.schema.json"}, path.Base(name) == RayConfigFile
+}
+
 func (r *Registry) validateYAML(name string, data []byte) []string {
 	// Strict: a key given twice is an error, not the last one winning (as everywhere else
 	// plan reads a file).
@@ -143,15 +154,20 @@ func (r *Registry) validateYAML(name string, data []byte) []string {
 	if err := json.Unmarshal(js, &doc); err != nil {
 		return []string{err.Error()}
 	}
-	sf, err := SchemaFor(name, doc)
-	if err != nil {
-		for _, t := range r.list {
-			if sp, ok := t.(SchemaProvider); ok {
-				if s, ok := sp.SchemaFor(name, doc); ok {
-					return validateAgainstOf(t.Name()+"/"+s.Name, s.JSON, js)
+	// A file a target names (Ray's config, Triton's model.json) goes by the target's
+	// schema, whatever kind it says; then the shared kinds, then the targets' own.
+	for _, t := range r.list {
+		if sp, ok := t.(SchemaProvider); ok {
+			if s, ok := sp.SchemaFor(name, doc); ok {
+				if s.JSON == nil {
+					return validateAgainst(s.Name, js)
 				}
+				return validateAgainstOf(t.Name()+"/"+s.Name, s.JSON, js)
 			}
 		}
+	}
+	sf, err := SchemaFor(name, doc)
+	if err != nil {
 		return []string{err.Error()}
 	}
 	return validateAgainst(sf, js)
