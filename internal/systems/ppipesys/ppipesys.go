@@ -92,12 +92,13 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 // decides), which the solve leaves it within --time-limit (ppipe.Options.Reserve). A run
 // simulates at most workload.PredictionMaxRequests arrivals; predictionRuns is about the
 // most runs a prediction makes (3 at load 1, 6 loads below it, the bisections'); the cost
-// per simulated request is about 1 µs of CPU for the reservation dispatcher on 100 GPUs
-// (the bundled 3-model, 2,900 req/s plans: 0.8 s for about 700k requests), doubled for a
-// busy machine; predictionFixed is the deployment, the writing and the process's own.
+// per simulated request is about 1.2 µs of CPU for the reservation dispatcher on 100 GPUs
+// (the deploy-panic regression's plan, 3,200 req/s: 1.1 CPU-s for its prediction, 58k
+// requests a run), rounded up; predictionFixed is the deployment, the writing and the
+// process's own.
 const (
-	predictionRuns    = 20
-	simCostPerRequest = 2 * time.Microsecond
+	predictionRuns    = 16
+	simCostPerRequest = 1500 * time.Nanosecond
 	predictionFixed   = 150 * time.Millisecond
 )
 
