@@ -56,12 +56,8 @@ type profileOptions struct {
 	engine engineFlags
 }
 
-func newProfileCmd(app *App) *cobra.Command {
-	o := profileOptions{}
-	cmd := &cobra.Command{
-		Use:   "profile [MODEL.onnx]",
-		Short: "Measure or estimate per-block latency of a model and write profile.json",
-		Long: `Profile a DNN: group its layers into blocks (pre-partitioning), compute the bytes crossing
+// profileLong is plan profile's help.
+const profileLong = `Profile a DNN: group its layers into blocks (pre-partitioning), compute the bytes crossing
 every cut between blocks, and fill a latency table per GPU type, vGPU slice level and batch.
 
 Backends:
@@ -136,8 +132,10 @@ enable_expert_parallel) and its KV size (V1's "GPU KV cache size: N tokens", V0'
 blocks: N" times the block size) — on every LLM path but --calibrate --profile: explicit
 flags win over the log, the log over the defaults; --kv-capacity-tokens over the log's KV
 size, the log's over the estimate.
-The profile is validated and written atomically; a summary table goes to stdout.`,
-		Example: `  plan profile                                   # the demo model
+The profile is validated and written atomically; a summary table goes to stdout.`
+
+// profileExamples are plan profile's examples (each run by internal/readme's example test).
+const profileExamples = `  plan profile                                   # the demo model
   plan profile --zoo efficientnet-b8 --gpu L4,P4,T4,V100 -o effnet.json
   plan profile --zoo resnet50 --batch 1-8 --vgpu 1-4 --partition greedy
   plan profile model.onnx --device cpu --batch 1,2,4 --input-shape 3,224,224
@@ -155,8 +153,16 @@ The profile is validated and written atomically; a summary table goes to stdout.
   plan profile --calibrate profiler/llm/calibrate/testdata/vllm-detailed.json --llm llama-3.1-8b --gpu H100 --tp 1 -o calibrated.json
   plan profile --llm llama-3.1-8b --gpu H100 --vllm-log profiler/llm/testdata/serverlogs/v1-0.11.log -o llm-served.json
   plan profile --calibrate profiler/llm/calibrate/testdata/vllm-detailed.json --calibrate profiler/llm/calibrate/testdata/plan-load.json --llm llama-3.1-8b --gpu H100 --vllm-log profiler/llm/testdata/serverlogs/v1-0.11.log -o calibrated.json
-  plan profile --llm llama-3.1-8b --gpu H100,A100 -o llm.json && plan profile --calibrate profiler/llm/calibrate/testdata/vllm-detailed.json --profile llm.json --model llama-3.1-8b@H100 -o calibrated.json`,
-		Args: cobra.MaximumNArgs(1),
+  plan profile --llm llama-3.1-8b --gpu H100,A100 -o llm.json && plan profile --calibrate profiler/llm/calibrate/testdata/vllm-detailed.json --profile llm.json --model llama-3.1-8b@H100 -o calibrated.json`
+
+func newProfileCmd(app *App) *cobra.Command {
+	o := profileOptions{}
+	cmd := &cobra.Command{
+		Use:     "profile [MODEL.onnx]",
+		Short:   "Measure or estimate per-block latency of a model and write profile.json",
+		Long:    profileLong,
+		Example: profileExamples,
+		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ch := cmd.Flags().Changed
 			if ch("tensor-parallel-size") && ch("tp") && o.tp != o.tpAlias {
