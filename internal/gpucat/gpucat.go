@@ -198,10 +198,8 @@ func Names() []string {
 
 // Lookup finds a GPU by name, case-insensitively.
 func Lookup(name string) (Spec, error) {
-	for _, s := range specs() {
-		if strings.EqualFold(s.Name, name) {
-			return s, nil
-		}
+	if s, ok := find(func(s *Spec) bool { return strings.EqualFold(s.Name, name) }); ok {
+		return s, nil
 	}
 	names := Names()
 	sort.Strings(names)
@@ -210,9 +208,22 @@ func Lookup(name string) (Spec, error) {
 
 // Find is Lookup by exact name, without the error.
 func Find(name string) (Spec, bool) {
-	for _, s := range specs() {
-		if s.Name == name {
-			return s, true
+	return find(func(s *Spec) bool { return s.Name == name })
+}
+
+// find is the first entry that match accepts, without copying the table (planners look
+// types up in their inner loops).
+func find(match func(*Spec) bool) (Spec, bool) {
+	for i := range table {
+		if match(&table[i]) {
+			return table[i], true
+		}
+	}
+	mu.RLock()
+	defer mu.RUnlock()
+	for i := range extra {
+		if match(&extra[i]) {
+			return extra[i], true
 		}
 	}
 	return Spec{}, false
