@@ -11,6 +11,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/run/replay"
 	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/profiler/kerneltab"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -58,4 +59,32 @@ func TestFitCorrections(t *testing.T) {
 	if err := os.WriteFile(path, []byte(FittedCorrectionsSource(fit)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	vpath := filepath.Join("..", "..", "profiler", "llm", "validation_errors.go")
+	if err := os.WriteFile(vpath, []byte(ValidationSource(fit, kernelTablesLOO(t))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kernelTablesLOO are every measured GPU's kernel-table leave-one-out medians: the worst of
+// GEMM and decode attention (every fifth LLM-shaped node, as TestLeaveOneOut) and the fused
+// MoE table's BF16 shapes predicted from the other models' (what an unmeasured MoE model
+// reads).
+func kernelTablesLOO(t *testing.T) map[string][2]float64 {
+	out := map[string][2]float64{}
+	for _, g := range kerneltab.GPUs() {
+		tb, err := kerneltab.Load(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst := 0.0
+		for _, table := range []string{kerneltab.TableGEMM, kerneltab.TableGenAttn} {
+			worst = max(worst, tb.LeaveOneOut(table, 5, kerneltab.LLMShapes(table)).MedianPct)
+		}
+		moe, _, n := tb.MoEShapeLOO(kerneltab.BF16, 16384)
+		if n == 0 {
+			moe = 0
+		}
+		out[strings.ToUpper(g)] = [2]float64{round2(worst), round2(moe)}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package vllmruns
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -97,6 +98,9 @@ type Result struct {
 	KVEstimateErrorPct float64 `json:"kv_estimate_error_pct"`
 	// Preempted counts replayed requests that were preempted at least once.
 	Preempted int `json:"preempted,omitempty"`
+	// Utilisation is how close the replay ran to the deployment's saturation
+	// (llm.Utilisation): the regime the expected-error bands key on.
+	Utilisation float64 `json:"utilisation"`
 }
 
 // StageResult is one stage (or, in Result.All, the whole run): measured, predicted, and the
@@ -132,12 +136,20 @@ func Replay(ctx context.Context, run Run, replay Replayer, seed uint64, corr *ll
 		bounds[i] = int64(end * 1e6)
 	}
 	by := make([][]sim.RequestRecord, len(run.Stages))
+	var inEngineUs float64
+	first, last := int64(math.MaxInt64), int64(0)
 	for _, r := range recs {
+		inEngineUs += float64(r.DoneUs - r.ArrivalUs)
+		first, last = min(first, r.ArrivalUs), max(last, r.DoneUs)
 		if r.Preemptions > 0 {
 			res.Preempted++
 		}
 		i, _ := slices.BinarySearch(bounds, r.ArrivalUs+1)
 		by[min(i, len(by)-1)] = append(by[min(i, len(by)-1)], r)
+	}
+	if last > first {
+		ctxTokens := float64(run.SystemPromptTokens+run.QuestionTokens+chatTemplateTokens) + float64(run.OutputTokens)/2
+		res.Utilisation = round2(llm.Utilisation(inEngineUs/float64(last-first), run.MaxNumSeqs, prof.KVCapacityTokens, ctxTokens))
 	}
 	for i, s := range run.Stages {
 		sr, err := score(fmt.Sprint(i), s.RateRPS, s.Measured, by[i], run.OutputTokens)

@@ -19,7 +19,7 @@ import (
 // flags of the chosen fleet's instances.
 func (res *Result) Tables() []planner.Table {
 	ct := planner.Table{Header: []string{"MODEL", "MODE", "GPU", "TP", "BATCHED TOKENS", "MAX SEQS", "PROFILE", "REQ/S", "REPLICAS",
-		"TTFT P50", "TTFT P99", "TPOT P50", "TPOT P99", "TOK/S/GPU", "$/H", "$/M TOK", "CHOSEN"}}
+		"TTFT P50", "TTFT P99", "TPOT P50", "TPOT P99", "TPOT ERR", "TOK/S/GPU", "$/H", "$/M TOK", "CHOSEN"}}
 	for i, r := range res.Rows {
 		c := r.Candidate
 		// A disaggregated candidate's roles side by side, prefill/decode.
@@ -48,14 +48,14 @@ func (res *Result) Tables() []planner.Table {
 				return "given"
 			})}
 		if r.Eval.Rate <= 0 {
-			row = append(row, "0", "-", "-", "-", "-", "-", "-", "-", "-", "")
+			row = append(row, "0", "-", "-", "-", "-", "-", "-", "-", "-", "-", "")
 		} else {
 			w := worst(r.Eval.Classes)
 			gpus := 0
 			for _, n := range c.GPUs() {
 				gpus += n
 			}
-			row = append(row, fmt.Sprintf("%.3g", r.Eval.Rate), fmt.Sprint(r.Replicas), ms(w.TTFT.P50), ms(w.TTFT.P99), ms(w.TPOT.P50), ms(w.TPOT.P99),
+			row = append(row, fmt.Sprintf("%.3g", r.Eval.Rate), fmt.Sprint(r.Replicas), ms(w.TTFT.P50), ms(w.TTFT.P99), ms(w.TPOT.P50), ms(w.TPOT.P99), c.ExpectedError().ITL.String(),
 				fmt.Sprintf("%.0f", r.Eval.OutTokensPerS/float64(max(gpus, 1))), fmt.Sprintf("%.2f", r.CostPerHour), fmt.Sprintf("%.3f", r.PerMTokens), "")
 		}
 		if n := res.Chosen.Units[i]; n > 0 {
@@ -155,4 +155,14 @@ func short(s string) string {
 		s = s[:117] + "..."
 	}
 	return s
+}
+
+// ExpectedError is the candidate's expected-error bands: its decode role's profile (the
+// last role; the only one when colocated) in its regime, from the validation set's
+// leave-one-run-out errors (profiler/llm BandsFor). The TPOT column shows the ITL band.
+func (c Candidate) ExpectedError() pllm.Bands {
+	if len(c.Roles) == 0 || c.Roles[len(c.Roles)-1].Profile == nil {
+		return pllm.Bands{}
+	}
+	return pllm.BandsFor(pllm.RegimeOf(c.Roles[len(c.Roles)-1].Profile), pllm.ValidationRuns())
 }

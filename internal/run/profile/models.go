@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/plan-dev/plan/profiler"
 	"github.com/plan-dev/plan/profiler/gpus"
 	"github.com/plan-dev/plan/profiler/graph"
+	"github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/profiler/measure"
 	"github.com/plan-dev/plan/profiler/onnx"
 	"github.com/plan-dev/plan/profiler/partition"
@@ -299,6 +301,10 @@ type LLMRow struct {
 	DecodeBatch float64 `json:"decode_batch"`
 	Throughput  float64 `json:"throughput_tokens_per_s"`
 	KVTokens    int64   `json:"kv_capacity_tokens"`
+	// ExpectedError is the step time's expected-error band (the validation set's
+	// leave-one-run-out ITL errors in the profile's regime, llm.BandsFor), with its basis
+	// and the regime's warnings.
+	ExpectedError *llm.Bands `json:"expected_error,omitempty"`
 }
 
 func (r *profileRun) summary(io *run.IO, doc *formats.Profile) error {
@@ -310,7 +316,8 @@ func (r *profileRun) summary(io *run.IO, doc *formats.Profile) error {
 	}
 	var lrows []LLMRow
 	for _, l := range doc.LLMs {
-		lrows = append(lrows, LLMRow{Model: l.Model, GPU: l.GPU, GPUs: l.GPUCount, DecodeMs: l.DecodeUsPerToken / 1000, DecodeBatch: l.AvgBatch,
+		bands := llm.BandsFor(llm.RegimeOf(&l), llm.ValidationRuns())
+		lrows = append(lrows, LLMRow{ExpectedError: &bands, Model: l.Model, GPU: l.GPU, GPUs: l.GPUCount, DecodeMs: l.DecodeUsPerToken / 1000, DecodeBatch: l.AvgBatch,
 			Throughput: l.ThroughputTokensPerS, KVTokens: l.KVCapacityTokens})
 	}
 	if io.JSONOutput() {
@@ -337,12 +344,30 @@ func (r *profileRun) summary(io *run.IO, doc *formats.Profile) error {
 		var tab [][]string
 		for _, l := range lrows {
 			tab = append(tab, []string{l.Model, l.GPU, strconv.Itoa(l.GPUs), strconv.FormatFloat(l.DecodeMs, 'f', 1, 64),
-				strconv.FormatFloat(l.DecodeBatch, 'f', 0, 64), strconv.FormatFloat(l.Throughput, 'f', 0, 64), strconv.FormatInt(l.KVTokens, 10)})
+				l.ExpectedError.ITL.String(), strconv.FormatFloat(l.DecodeBatch, 'f', 0, 64), strconv.FormatFloat(l.Throughput, 'f', 0, 64), strconv.FormatInt(l.KVTokens, 10)})
 		}
 		// The decode step is read at the batch the KV cache holds (avg_batch), so a
 		// profile with more KV (FP8 weights or cache) shows a slower step at a larger batch.
-		io.Table([]string{"llm", "gpu", "gpus", "decode ms", "at batch", "tokens/s", "kv tokens"}, tab)
+		io.Table([]string{"llm", "gpu", "gpus", "decode ms", "expected error", "at batch", "tokens/s", "kv tokens"}, tab)
+		printBandNotes(io, lrows)
 	}
 	writeExplain(io.Out, r.explained)
 	return nil
+}
+
+// printBandNotes says once where the step times' expected-error bands come from, and each
+// distinct regime warning once.
+func printBandNotes(io *run.IO, rows []LLMRow) {
+	seen := map[string]bool{}
+	for i, l := range rows {
+		if i == 0 {
+			fmt.Fprintf(io.Out, "expected error: the decode step's, from %s\n", l.ExpectedError.Basis)
+		}
+		for _, w := range append(slices.Clone(l.ExpectedError.Widened), l.ExpectedError.Warnings...) {
+			if !seen[w] {
+				seen[w] = true
+				fmt.Fprintf(io.Out, "  %s\n", w)
+			}
+		}
+	}
 }

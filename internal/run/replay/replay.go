@@ -343,10 +343,12 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	if err := writeEngineRequests(a.RequestsOut, pt.Requests, traceRequestIDs(spec.Trace.Requests)); err != nil {
 		return err
 	}
+	bands := expectedError(&prof, pt.Requests)
 	if io.JSONOutput() {
-		return io.WriteJSON(rep)
+		return io.WriteJSON(engineOutput{EngineReport: rep, ExpectedError: bands})
 	}
 	printEngineReport(io, rep)
+	printBands(io.Out, bands)
 	return nil
 }
 
