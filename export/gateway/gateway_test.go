@@ -308,3 +308,33 @@ func TestRenderRefuses(t *testing.T) {
 		t.Errorf("render: %v", err)
 	}
 }
+
+// FuzzReadBack: any content of any one file of an export reads back or fails with an error,
+// never a panic (`plan export --check` reads what the user edited).
+func FuzzReadBack(f *testing.F) {
+	base := map[string]export.Files{}
+	reg := export.MustRegistry(Target)
+	for name, fl := range fleets() {
+		files, err := Target.(export.Renderer[vllm.Fleet]).Render(fl, export.Options{Name: "p"}.Defaults())
+		if err != nil {
+			f.Fatal(err)
+		}
+		base[name] = files
+		for _, n := range files.Names() {
+			f.Add(name == "disaggregated", n, string(files[n]))
+		}
+	}
+	f.Fuzz(func(t *testing.T, disagg bool, name, data string) {
+		files := export.Files{}
+		src := base["aggregated"]
+		if disagg {
+			src = base["disaggregated"]
+		}
+		for k, v := range src {
+			files[k] = v
+		}
+		files[name] = []byte(data)
+		_, _ = ReadBack(files)
+		_ = reg.Validate(files, true)
+	})
+}
