@@ -164,8 +164,8 @@ func explainFailure(ctx context.Context, a Args, io *run.IO, sys system.System, 
 
 // probeSolve is one solve of the explanation's search: a fresh planner of sys with the
 // command's planner flags, then the prediction at the workload's rates (predict.Attempt,
-// without the headroom search), judged as Run judges a plan. A refusal of the inputs is a
-// verdict (infeasible); any other error ends the search.
+// without the headroom search), judged as Run judges a plan. Any failure of the solve is a
+// verdict (infeasible) but an interruption or a missing solver, which end the search.
 func probeSolve(ctx context.Context, a Args, sys system.System, in planner.Inputs, s planner.Settings) (explain.Outcome, error) {
 	pl, opts := NewPlanner(sys)
 	for _, f := range a.PlannerFlags {
@@ -176,10 +176,12 @@ func probeSolve(ctx context.Context, a Args, sys system.System, in planner.Input
 	plan, started, err := predict.Attempt(ctx, a.Systems, pl, in, s, a.Arrivals, func(string) {})
 	switch {
 	case err == nil:
-	case errors.Is(err, planner.ErrInput), errors.Is(err, planner.ErrInfeasible), errors.Is(err, planner.ErrNoSolution) && ctx.Err() == nil:
-		return explain.Outcome{Refusal: err}, nil
-	default:
+	case ctx.Err() != nil, errors.Is(err, solver.ErrBackendUnavailable), errors.Is(err, solver.ErrCanceled):
 		return explain.Outcome{}, err
+	default:
+		// A refusal, no plan in time, or a plan its own prediction rejects: `plan solve`
+		// would fail here too, so the point is infeasible.
+		return explain.Outcome{Refusal: err}, nil
 	}
 	pr := started.Rates()
 	plan.Prediction = pr

@@ -24,9 +24,9 @@ import (
 
 // Search bounds and tolerances.
 const (
-	// Tolerance is the relative width the bisection narrows a relaxation factor to before
+	// Tolerance is the relative width (2%) the bisection narrows a relaxation factor to before
 	// it is rounded to three significant digits and checked.
-	Tolerance = 0.01
+	Tolerance = 0.02
 	// CheckShare is where the check probes: 95% of a stated SLO factor must fail (for a
 	// rate, the stated rate divided by 0.95).
 	CheckShare = 0.95
@@ -141,19 +141,54 @@ type searcher struct {
 	deadline time.Time
 	max      int
 	solves   int
-	cut      string
+	// knobEnd and knobMax are the current knob's share of the time and the solves.
+	knobEnd time.Time
+	knobMax int
+	// cut is why the current knob stopped early ("" = it did not); cuts every such reason.
+	cut  string
+	cuts []string
 	// knob names the probe under way, for Trace.
 	knob string
 }
 
-func (s *searcher) probe(ctx context.Context, in planner.Inputs, st planner.Settings) (Outcome, error) {
-	if s.solves >= s.max {
-		s.cut = fmt.Sprintf("the search's budget of %d solves was spent", s.max)
-		return Outcome{}, errBudget
+// share starts the next of n knobs left: its share of the solves and the time left.
+func (s *searcher) share(n int) {
+	s.cut = ""
+	s.knobMax = s.solves + max(1, (s.max-s.solves)/n)
+	if !s.deadline.IsZero() {
+		s.knobEnd = time.Now().Add(time.Until(s.deadline) / time.Duration(n))
 	}
-	if !s.deadline.IsZero() && time.Now().After(s.deadline) {
-		s.cut = fmt.Sprintf("--time-limit %s passed", s.req.Limit)
-		return Outcome{}, errBudget
+}
+
+// stop records why the current knob stopped early and returns errBudget.
+func (s *searcher) stop(why string) error {
+	if s.cut == "" {
+		s.cut = why
+		if s.knob != "" {
+			why = fmt.Sprintf("%s (at %s)", why, s.knob)
+		}
+		s.cuts = append(s.cuts, why)
+	}
+	return errBudget
+}
+
+// timeUp is the reason the time ran out, the knob's share or the whole limit.
+func (s *searcher) timeUp() string {
+	if time.Now().Before(s.deadline) {
+		return fmt.Sprintf("its share of --time-limit %s passed", s.req.Limit)
+	}
+	return fmt.Sprintf("--time-limit %s passed", s.req.Limit)
+}
+
+func (s *searcher) probe(ctx context.Context, in planner.Inputs, st planner.Settings) (Outcome, error) {
+	if s.knobMax == 0 {
+		s.knobMax = s.max
+	}
+	if s.solves >= s.knobMax {
+		return Outcome{}, s.stop(fmt.Sprintf("its share of the search's %d solves was spent", s.max))
+	}
+	if end := s.end(); !end.IsZero() && time.Now().After(end) {
+		return Outcome{}, s.stop(s.timeUp())
 	}
 	s.solves++
 	start := time.Now()
@@ -168,10 +203,11 @@ func (s *searcher) probe(ctx context.Context, in planner.Inputs, st planner.Sett
 // capacity search simulating) would otherwise hold the command past --time-limit. A solve
 // given up runs on in the background until it returns; the command ends first.
 func (s *searcher) run(ctx context.Context, in planner.Inputs, st planner.Settings) (Outcome, error) {
-	if s.deadline.IsZero() {
+	end := s.end()
+	if end.IsZero() {
 		return s.req.Probe(ctx, in, st)
 	}
-	ctx, cancel := context.WithDeadline(ctx, s.deadline)
+	ctx, cancel := context.WithDeadline(ctx, end)
 	type result struct {
 		out Outcome
 		err error
@@ -184,18 +220,28 @@ func (s *searcher) run(ctx context.Context, in planner.Inputs, st planner.Settin
 	}()
 	select {
 	case r := <-done:
-		if r.err != nil && time.Now().After(s.deadline) {
-			s.cut = fmt.Sprintf("--time-limit %s passed", s.req.Limit)
-			return Outcome{}, errBudget
+		if r.err != nil && time.Now().After(end) {
+			return Outcome{}, s.stop(s.timeUp())
 		}
 		return r.out, r.err
 	case <-ctx.Done():
-		s.cut = fmt.Sprintf("--time-limit %s passed", s.req.Limit)
 		if pctx := context.Cause(ctx); pctx != nil && !errors.Is(pctx, context.DeadlineExceeded) {
 			return Outcome{}, pctx
 		}
-		return Outcome{}, errBudget
+		return Outcome{}, s.stop(s.timeUp())
 	}
+}
+
+// end is when the current probe must stop: the knob's share of the time, at most the
+// whole limit (zero: no limit).
+func (s *searcher) end() time.Time {
+	switch {
+	case s.knobEnd.IsZero():
+		return s.deadline
+	case s.deadline.IsZero() || s.knobEnd.Before(s.deadline):
+		return s.knobEnd
+	}
+	return s.deadline
 }
 
 // Explain searches the knobs for r's failure. It returns nil (and no error) where even the
@@ -230,60 +276,80 @@ func Explain(ctx context.Context, r Request) (*Explanation, error) {
 	}
 	ex.Closest = closestOfFailure(r.Failure)
 
-	if len(slos) == 0 {
-		ex.SLO = &Relaxation{None: "no SLO field the explanation can scale (slo, ttft_slo, tpot_slo, latency_slo.latency, slo_scale, --slo)"}
-	} else {
-		rel, plan, err := s.relax(ctx, "SLOs", func(k float64) (planner.Inputs, planner.Settings, error) {
-			return ScaleSLOs(r.In, r.Settings, r.Secs, k)
-		}, MaxScale, roundUp3)
-		if err != nil {
+	// The knobs in turn, each with a fair share of what is left of the solves and the time
+	// (what one leaves unspent goes to the next): the rates and the GPUs first, whose solves
+	// run at the SLOs as given, then the SLOs, where an LLM planner's capacity search at a
+	// relaxed SLO simulates longest.
+	var ratePlan, sloPlan *formats.Plan
+	knobs := []func() error{
+		func() error {
+			if len(rates) == 0 {
+				return nil
+			}
+			rel, plan, err := s.relax(ctx, "rates ÷", func(k float64) (planner.Inputs, planner.Settings, error) {
+				return ScaleRates(r.In, 1/k), r.Settings, nil
+			}, MaxScale, func(k float64) float64 { return 1 / roundDown3(1/k) })
+			if err != nil {
+				return err
+			}
+			if rel.Found {
+				rel.Scale, rel.Checked = 1/rel.Scale, math.Min(1, 1/rel.Checked)
+				for _, t := range rates {
+					t.Relaxed = t.RateRPS * rel.Scale
+					rel.Rates = append(rel.Rates, t)
+				}
+			} else if rel.None == "" {
+				rel.None = fmt.Sprintf("no rate down to ×1/%d succeeds", MaxScale)
+			} else {
+				rel.None = strings.ReplaceAll(rel.None, "×", "÷")
+			}
+			ex.Rate, ratePlan = rel, plan
+			return nil
+		},
+		func() (err error) {
+			ex.GPUs, ex.GPUsNone, err = s.gpuAdds(ctx, gpus, skipped)
+			return err
+		},
+		func() error {
+			if len(slos) == 0 {
+				ex.SLO = &Relaxation{None: "no SLO field the explanation can scale (slo, ttft_slo, tpot_slo, latency_slo.latency, slo_scale, --slo)"}
+				return nil
+			}
+			rel, plan, err := s.relax(ctx, "SLOs", func(k float64) (planner.Inputs, planner.Settings, error) {
+				return ScaleSLOs(r.In, r.Settings, r.Secs, k)
+			}, MaxScale, roundUp3)
+			if err != nil {
+				return err
+			}
+			if rel.Found {
+				for _, t := range slos {
+					t.Relaxed = t.relaxed(rel.Scale)
+					rel.SLOs = append(rel.SLOs, t)
+				}
+			} else if rel.None == "" {
+				rel.None = fmt.Sprintf("no SLO factor up to ×%d succeeds", MaxScale)
+			}
+			ex.SLO, sloPlan = rel, plan
+			return nil
+		},
+	}
+	for i, knob := range knobs {
+		s.share(len(knobs) - i)
+		if err := knob(); err != nil {
 			return nil, err
 		}
-		if rel.Found {
-			for _, t := range slos {
-				t.Relaxed = t.relaxed(rel.Scale)
-				rel.SLOs = append(rel.SLOs, t)
-			}
-			if ex.Closest.Summary == "" && plan != nil {
-				ex.Closest = Closest{Basis: fmt.Sprintf("the plan solved with every SLO ×%s", fmtScale(rel.Scale)), Summary: planSummary(plan),
-					Misses: []string{fmt.Sprintf("every target needs its SLO ×%s: %s", fmtScale(rel.Scale), describeSLOs(rel.SLOs))}}
-			}
-		} else if rel.None == "" {
-			rel.None = fmt.Sprintf("no SLO factor up to ×%d succeeds", MaxScale)
-		}
-		ex.SLO = rel
 	}
-
-	if len(rates) > 0 {
-		rel, plan, err := s.relax(ctx, "rates ÷", func(k float64) (planner.Inputs, planner.Settings, error) {
-			return ScaleRates(r.In, 1/k), r.Settings, nil
-		}, MaxScale, func(k float64) float64 { return 1 / roundDown3(1/k) })
-		if err != nil {
-			return nil, err
-		}
-		if rel.Found {
-			rel.Scale, rel.Checked = 1/rel.Scale, math.Min(1, 1/rel.Checked)
-			for _, t := range rates {
-				t.Relaxed = t.RateRPS * rel.Scale
-				rel.Rates = append(rel.Rates, t)
-			}
-			if ex.Closest.Summary == "" && plan != nil {
-				ex.Closest = Closest{Basis: fmt.Sprintf("the plan solved at the rates ×%s", fmtScale(rel.Scale)), Summary: planSummary(plan)}
-			}
-		} else if rel.None == "" {
-			rel.None = fmt.Sprintf("no rate down to ×1/%d succeeds", MaxScale)
-		}
-		ex.Rate = rel
-	}
-
-	ex.GPUs, ex.GPUsNone, err = s.gpuAdds(ctx, gpus, skipped)
-	if err != nil {
-		return nil, err
-	}
-	if ex.Closest.Basis == "" {
+	switch {
+	case ex.Closest.Summary != "":
+	case sloPlan != nil:
+		ex.Closest = Closest{Basis: fmt.Sprintf("the plan solved with every SLO ×%s", fmtScale(ex.SLO.Scale)), Summary: planSummary(sloPlan),
+			Misses: []string{fmt.Sprintf("every target needs its SLO ×%s: %s", fmtScale(ex.SLO.Scale), describeSLOs(ex.SLO.SLOs))}}
+	case ratePlan != nil:
+		ex.Closest = Closest{Basis: fmt.Sprintf("the plan solved at the stated rates ×%s", fmtScale(ex.Rate.Scale)), Summary: planSummary(ratePlan)}
+	default:
 		ex.Closest.Basis = "no plan: the planner refused every target as given"
 	}
-	ex.Solves, ex.CutShort = s.solves, s.cut
+	ex.Solves, ex.CutShort = s.solves, strings.Join(s.cuts, "; ")
 	return ex, nil
 }
 
@@ -327,6 +393,12 @@ func (s *searcher) relax(ctx context.Context, name string, inputs func(k float64
 	for k := 2.0; k <= maxK; k *= 2 {
 		ok, p, err := feasible(k)
 		if err != nil {
+			if errors.Is(err, errBudget) {
+				rel.None = fmt.Sprintf("the search stopped before a factor succeeded: %s", s.cut)
+				if lo > 1 {
+					rel.None += fmt.Sprintf("; up to ×%s fails", fmtScale(lo))
+				}
+			}
 			return stopped(rel, err)
 		}
 		if ok {
@@ -409,7 +481,7 @@ func stopped(rel *Relaxation, err error) (*Relaxation, *formats.Plan, error) {
 // feasible (doubling, then bisecting on integers: n succeeds and n−1 fails), cheapest first.
 func (s *searcher) gpuAdds(ctx context.Context, opts []GPUOption, skipped []string) ([]GPUAdd, string, error) {
 	var adds []GPUAdd
-	var none []string
+	var none, stoppedAt []string
 	for _, o := range opts {
 		feasible := func(n int) (bool, error) {
 			s.knob = fmt.Sprintf("+%d %s", n, o.Type)
@@ -436,8 +508,13 @@ func (s *searcher) gpuAdds(ctx context.Context, opts []GPUOption, skipped []stri
 			return nil, "", err
 		}
 		if hi == 0 {
-			if err == nil {
+			switch {
+			case err == nil:
 				none = append(none, fmt.Sprintf("%s: no count up to +%d (%s %d → %d)", o.Type, o.Max, o.Field, o.Have, o.Have+o.Max))
+			case lo > 0:
+				stoppedAt = append(stoppedAt, fmt.Sprintf("%s: up to +%d fails, the search stopped there (%s)", o.Type, lo, s.cut))
+			default:
+				stoppedAt = append(stoppedAt, fmt.Sprintf("%s: not tried, the search stopped first (%s)", o.Type, s.cut))
 			}
 			continue
 		}
@@ -466,11 +543,11 @@ func (s *searcher) gpuAdds(ctx context.Context, opts []GPUOption, skipped []stri
 	sortAdds(adds)
 	if len(adds) == 0 {
 		why := append(none, skipped...)
-		if len(why) == 0 {
+		if len(opts) == 0 && len(why) == 0 {
 			why = []string{"the cluster has no GPU type to add to"}
 		}
-		if s.cut != "" && len(none) < len(opts) {
-			why = append(why, "the search stopped before every type was tried: "+s.cut)
+		if len(stoppedAt) > 0 {
+			return nil, "none found: " + strings.Join(append(why, stoppedAt...), "; "), nil
 		}
 		return nil, "none would: " + strings.Join(why, "; "), nil
 	}
