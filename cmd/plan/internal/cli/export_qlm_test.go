@@ -68,7 +68,7 @@ func TestExportGateway(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "gw")
 	code, stdout, stderr := runCLI(t, "export", filepath.Join(testdata, "export", "qlm", "plan.json"), "--to", "inference-gateway", "-o", out)
-	if code != 0 || !strings.Contains(stdout, "to inference-gateway: 9 file(s)") {
+	if code != 0 || !strings.Contains(stdout, "to inference-gateway: 10 file(s)") {
 		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
 	}
 	code, stdout, stderr = runCLI(t, "export", "--check", out)
