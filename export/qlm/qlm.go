@@ -26,6 +26,10 @@
 //     engine arguments in user_config.engine) and a router deployment whose user_config.qlm
 //     holds the groups, the virtual queues and the SLOs.
 //
+// QLM also offers its plan as a vllm.Fleet (fleet.go), so every target that renders fleets
+// exports it too — the inference gateway (export/gateway): vLLM Deployments with the same
+// engine flags, an InferencePool per model and an InferenceObjective per class.
+//
 // Every target's engine arguments carry the flags the simulator's engine runs with:
 // tensor_parallel_size, max_num_batched_tokens, max_num_seqs, enable_prefix_caching where
 // the profile enables it, and speculative_config where it turns speculative decoding on
