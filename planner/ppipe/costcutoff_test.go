@@ -35,7 +35,7 @@ func TestCostCutoff(t *testing.T) {
 				gpus := []gpuSpec{specL4, specT4}
 				in := costInputs(gpus, c.models, c.seed, c.rate, nil)
 				in.Cluster = sized(in.Cluster, func(formats.GPUPool) int { return 40 })
-				opts := withDiagnostics(Options{Alpha: DefaultAlpha, MaxPartitions: 2, Gap: 0.01, Objective: planner.ObjectiveCost, Deterministic: true, TimeLimit: time.Minute}).withDefaults()
+				opts := withDiagnostics(Options{Alpha: DefaultAlpha, MaxPartitions: 2, Gap: 0.01, Objective: planner.ObjectiveCost, Deterministic: true, TimeLimit: 5 * time.Minute}).withDefaults()
 				p, err := prepare(in, opts)
 				if err != nil {
 					t.Fatal(err)

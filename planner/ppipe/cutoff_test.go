@@ -39,7 +39,7 @@ func newCutoffFixture(t *testing.T, models, P int, seed uint64, counts []int) cu
 	t.Helper()
 	gp := []gpuSpec{specL4, specP4}
 	in := Inputs{Profiles: []*formats.Profile{genProfile(seed, models, 4, gp, 4)}, Cluster: genCluster(gp, counts, 30)}
-	p, err := prepare(in, withDiagnostics(Options{Alpha: DefaultAlpha, MaxPartitions: P, Deterministic: true, TimeLimit: time.Minute}).withDefaults())
+	p, err := prepare(in, withDiagnostics(Options{Alpha: DefaultAlpha, MaxPartitions: P, Deterministic: true, TimeLimit: 5 * time.Minute}).withDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}

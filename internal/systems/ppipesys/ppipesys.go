@@ -220,10 +220,7 @@ func Render(plan *formats.Plan) []planner.Table {
 	// its prediction, ppipe.StateServed), CAPACITY_RPS what its pipelines carry.
 	t2.Header = []string{"MODEL", "SLO", "BUDGET_MS", "WEIGHT", "PIPELINES", "THROUGHPUT_RPS", "CAPACITY_RPS", "TARGET_RPS"}
 	for _, m := range pp.Models {
-		capacity := 0.0
-		for _, p := range m.Pipelines {
-			capacity += p.ThroughputRPS
-		}
+		capacity := capacityOf(&m)
 		t2.Rows = append(t2.Rows, []string{m.Model, m.SLO.String(), ms(m.BudgetUs), fmt.Sprintf("%g", m.Weight), strconv.Itoa(len(m.Pipelines)),
 			fmt.Sprintf("%.1f", m.ThroughputRPS), fmt.Sprintf("%.1f", capacity), fmt.Sprintf("%.1f", m.TargetRPS)})
 	}
@@ -261,19 +258,48 @@ func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 	if ppipesec.PlanOf(ref) == nil {
 		return []planner.Check{{Line: "reference is not a PPipe plan"}}
 	}
+	// Like with like: what two plans serve within the SLO where both state it from their
+	// predictions (ppipe.StateServed), else what their pipelines carry (a re-solve has no
+	// prediction, and its capacity against a plan's served rate would hide a loss).
+	served := statesServed(got) && statesServed(ref)
+	what, rate := "capacity", capacityOf
+	if served {
+		what, rate = "throughput", func(m *ppipesec.PPipeModelPlan) float64 { return m.ThroughputRPS }
+	}
 	name := func(m *ppipesec.PPipeModelPlan) string { return m.Model }
 	out = planner.CompareByName("model", ppipesec.PlanOf(got).Models, ppipesec.PlanOf(ref).Models, name, func(g, r *ppipesec.PPipeModelPlan) []planner.Check {
 		if ref.Fleet != nil {
 			// A cost plan guarantees each model's rate (target_rps); throughput above it is
 			// incidental, and its cost is compared by plan check itself.
-			return []planner.Check{within("target_rps", r.Model, fmt.Sprintf("model %s: throughput vs the rate served", r.Model), g.ThroughputRPS, r.TargetRPS, "rps", 0)}
+			return []planner.Check{within("target_rps", r.Model, fmt.Sprintf("model %s: %s vs the rate served", r.Model, what), rate(g), r.TargetRPS, "rps", 0)}
 		}
-		return []planner.Check{within("throughput_rps", r.Model, fmt.Sprintf("model %s: throughput", r.Model), g.ThroughputRPS, r.ThroughputRPS, "rps", tol)}
+		return []planner.Check{within("throughput_rps", r.Model, fmt.Sprintf("model %s: %s", r.Model, what), rate(g), rate(r), "rps", tol)}
 	})
 	if len(ppipesec.PlanOf(ref).Models) > 1 && ref.Fleet == nil {
-		out = append(out, within("worst_weighted_throughput_rps", "", "worst weighted throughput (max-min objective)", maxMin(ppipesec.PlanOf(got)), maxMin(ppipesec.PlanOf(ref)), "rps", tol))
+		out = append(out, within("worst_weighted_throughput_rps", "", fmt.Sprintf("worst weighted %s (max-min objective)", what), maxMin(ppipesec.PlanOf(got), rate), maxMin(ppipesec.PlanOf(ref), rate), "rps", tol))
 	}
 	return out
+}
+
+// statesServed says whether every model of a plan states what its recorded prediction
+// serves (ppipe.ServedRPS applies).
+func statesServed(p *formats.Plan) bool {
+	pp := ppipesec.PlanOf(p)
+	for _, m := range pp.Models {
+		if _, ok := ppipe.ServedRPS(p, m); !ok {
+			return false
+		}
+	}
+	return len(pp.Models) > 0
+}
+
+// capacityOf is what a model's pipelines carry (Σ pipeline throughput_rps).
+func capacityOf(m *ppipesec.PPipeModelPlan) float64 {
+	s := 0.0
+	for _, p := range m.Pipelines {
+		s += p.ThroughputRPS
+	}
+	return s
 }
 
 func within(name, subject, what string, got, ref float64, unit string, tol float64) planner.Check {
@@ -281,14 +307,15 @@ func within(name, subject, what string, got, ref float64, unit string, tol float
 	return planner.AtLeast(name, subject, got, ref, tol, line)
 }
 
-func maxMin(pp *ppipesec.PPipePlan) float64 {
+func maxMin(pp *ppipesec.PPipePlan, rate func(*ppipesec.PPipeModelPlan) float64) float64 {
 	z := math.Inf(1)
-	for _, m := range pp.Models {
+	for i := range pp.Models {
+		m := &pp.Models[i]
 		w := m.Weight
 		if w <= 0 {
 			w = 1
 		}
-		z = math.Min(z, m.ThroughputRPS/w)
+		z = math.Min(z, rate(m)/w)
 	}
 	return z
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,16 +70,25 @@ func TestCheckGoldenPerModel(t *testing.T) {
 	if len(ppipesec.PlanOf(p).Models) < 2 {
 		t.Fatalf("%s: want a multi-model plan", golden)
 	}
-	// Lower the model with the most headroom over its guaranteed rate: the objective (the
-	// worst weighted throughput) stays, only the per-model comparison can catch it.
-	best := 0
-	for i, m := range ppipesec.PlanOf(p).Models {
-		if m.ThroughputRPS-m.TargetRPS > ppipesec.PlanOf(p).Models[best].ThroughputRPS-ppipesec.PlanOf(p).Models[best].TargetRPS {
+	// Lower the model with the most headroom over the worst weighted throughput (what each
+	// model serves within its SLO, the plan's stated throughput), halfway: the objective
+	// stays, only the per-model comparison can catch it. Its prediction says the same, so
+	// the plan is consistent and fails on the comparison alone.
+	models := ppipesec.PlanOf(p).Models
+	best, worst := 0, math.Inf(1)
+	for i, m := range models {
+		worst = math.Min(worst, m.ThroughputRPS/m.Weight)
+		if m.ThroughputRPS/m.Weight > models[best].ThroughputRPS/models[best].Weight {
 			best = i
 		}
 	}
-	m := &ppipesec.PlanOf(p).Models[best]
-	m.ThroughputRPS = m.TargetRPS + (m.ThroughputRPS-m.TargetRPS)*0.5
+	m := &models[best]
+	m.ThroughputRPS = worst*m.Weight + (m.ThroughputRPS-worst*m.Weight)*0.5
+	for i := range p.Prediction.Apps {
+		if p.Prediction.Apps[i].Name == m.Model {
+			p.Prediction.Apps[i].SustainedRPS = m.ThroughputRPS
+		}
+	}
 	changed := filepath.Join(t.TempDir(), "changed.json")
 	data, err := formats.Marshal(p)
 	if err != nil {
