@@ -205,7 +205,7 @@ func deployment(f vllm.Fleet, p *pool, in vllm.Instance, o export.Options) (expo
 	}
 	args := append([]string{"--model=" + in.Engine.Model, "--served-model-name"}, p.served...)
 	args = append(append(args, "--port="+strconv.Itoa(port)), vllm.Args(in.Engine)...)
-	engine := export.Container{Name: "vllm", Image: vllm.Image, Args: args,
+	engine := export.Container{Name: "vllm", Image: vllm.Image(in.Version), Args: args,
 		Ports:          []export.Port{{Name: "http", ContainerPort: port}},
 		Resources:      &export.Resources{Limits: map[string]string{"nvidia.com/gpu": n}, Requests: map[string]string{"nvidia.com/gpu": n}},
 		ReadinessProbe: &export.Probe{HTTPGet: export.HTTPGet{Path: "/health", Port: "http"}, PeriodSeconds: 10}}

@@ -270,6 +270,11 @@ func readDeploymentOf(data []byte) (vllm.Instance, string, []string, error) {
 	if sidecar := len(cs) == 2 && cs[0].Name == "routing-sidecar"; sidecar != (role == llmspec.RoleDecode) || len(cs) > 2 {
 		return in, "", nil, fmt.Errorf("spec.template.spec.containers: %d container(s): a decode instance runs the routing sidecar before vllm, others vllm alone", len(cs))
 	}
+	v, err := vllm.ParseImage(engine.Image)
+	if err != nil {
+		return in, "", nil, fmt.Errorf("containers[vllm].image: %v", err)
+	}
+	in.Version = v
 	served, rest := servedNames(engine.Args)
 	if len(served) == 0 {
 		return in, "", nil, fmt.Errorf("containers[vllm].args: no --served-model-name")

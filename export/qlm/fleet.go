@@ -14,7 +14,7 @@ func fleet(l *layout) (vllm.Fleet, error) {
 	f := vllm.Fleet{System: "QLM", Classes: slices.Clone(l.rec.Classes)}
 	for _, in := range l.insts {
 		f.Instances = append(f.Instances, vllm.Instance{Name: in.in.Name, Unit: in.unit, Model: in.in.Model, GPU: in.in.GPU,
-			GPUCount: in.in.GPUCount, Role: in.in.Role, Served: slices.Clone(in.served), KVCapacityTokens: in.kvTokens, Engine: in.engine})
+			GPUCount: in.in.GPUCount, Role: in.in.Role, Served: slices.Clone(in.served), KVCapacityTokens: in.kvTokens, Engine: in.engine, Version: in.version})
 	}
 	return f, nil
 }

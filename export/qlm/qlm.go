@@ -167,8 +167,9 @@ type instance struct {
 	engine Engine
 	// served are the OpenAI model names the instance answers requests by (servedNames).
 	served []string
-	// kvTokens is the KV capacity of its profile.
+	// kvTokens is the KV capacity of its profile, version its vLLM release.
 	kvTokens int64
+	version  formats.VLLMVersion
 }
 
 // params are an instance's recorded parameters.
@@ -269,7 +270,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 			}
 		}
 		it := instance{index: i, in: in, unit: export.DNSLabel(o.Name + "-" + in.Name), gpus: gpus, engine: eng,
-			served: servedNames(in, q.Groups, l.rec.Classes), kvTokens: prof.KVCapacityTokens}
+			served: servedNames(in, q.Groups, l.rec.Classes), kvTokens: prof.KVCapacityTokens, version: prof.Engine.Version()}
 		if other, dup := units[it.unit]; dup {
 			return nil, fmt.Errorf("%s.name: %q: exported as %s, as is %s (rename the instance, or pass --name)", f, in.Name, it.unit, other)
 		}

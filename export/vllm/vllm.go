@@ -18,9 +18,41 @@ import (
 	"github.com/plan-dev/plan/formats/llmspec"
 )
 
-// Image is the vLLM OpenAI-compatible server image the gateway's Deployments run (`vllm
-// serve` with Args).
-const Image = "vllm/vllm-openai:v0.11.0"
+// ImageRepo is the vLLM OpenAI-compatible server image the gateway's Deployments run
+// (`vllm serve` with Args); Image tags it with the release the plan's step model represents.
+const ImageRepo = "vllm/vllm-openai"
+
+// validatedPatch is the patch release of a minor the validation set ran (vLLM 0.15.1);
+// other minors take their first release.
+var validatedPatch = map[int]int{15: 1}
+
+// Image is the server image of vLLM release v (the profile's engine.vllm_version, whose
+// step times and scheduling the plan was sized with), so the exported engine is the one
+// the prediction holds for.
+func Image(v formats.VLLMVersion) string {
+	return fmt.Sprintf("%s:v0.%d.%d", ImageRepo, v.Minor, validatedPatch[v.Minor])
+}
+
+// ParseImage is Image's inverse: the release of an image of ImageRepo tagged v0.MINOR.PATCH
+// that plan models (formats.ParseVLLMVersion), else an error naming the image.
+func ParseImage(image string) (formats.VLLMVersion, error) {
+	tag, ok := strings.CutPrefix(image, ImageRepo+":v")
+	if !ok {
+		return formats.VLLMVersion{}, fmt.Errorf("%q: not %s:vX.Y.Z", image, ImageRepo)
+	}
+	parts := strings.Split(tag, ".")
+	if len(parts) != 3 {
+		return formats.VLLMVersion{}, fmt.Errorf("%q: tag not vX.Y.Z", image)
+	}
+	if _, err := strconv.Atoi(parts[2]); err != nil {
+		return formats.VLLMVersion{}, fmt.Errorf("%q: tag not vX.Y.Z", image)
+	}
+	v, err := formats.ParseVLLMVersion(parts[0] + "." + parts[1])
+	if err != nil {
+		return formats.VLLMVersion{}, fmt.Errorf("%q: %v", image, err)
+	}
+	return v, nil
+}
 
 // Port is the port the vLLM server listens on (vLLM's default).
 const Port = 8000
@@ -228,4 +260,7 @@ type Instance struct {
 	// KVCapacityTokens is the KV cache the engine holds (the profile's), in tokens.
 	KVCapacityTokens int64
 	Engine           Engine
+	// Version is the vLLM release the profile's step model represents (its
+	// engine.vllm_version): the image a target runs (Image).
+	Version formats.VLLMVersion
 }
