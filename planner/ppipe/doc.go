@@ -29,6 +29,14 @@
 // pipelines or open a one-stage whole-model pipeline, the most capacity per GPU first), until
 // no step fits; target_rps keeps the MILP's guaranteed rate.
 //
+// Stating (served.go): the MILP's throughput is a capacity; a written plan states as each
+// model's throughput_rps what its own prediction serves within the SLO (StateServed, which
+// plan solve applies and Verify holds a plan with a prediction to), provenance.objective
+// keeping the formulation's objective.
+//
+// Time (solve.go): Options.Reserve leaves the caller's prediction its time within
+// TimeLimit, and a HiGHS call past its deadline is stopped, keeping the incumbent.
+//
 // Units inside the formulation: latencies in µs (latency rows in ms for conditioning),
 // throughput in requests/s, GPU budget rows in twelfths of a GPU (12 = lcm of levels 1..4) so
 // every coefficient is an integer.
