@@ -277,11 +277,15 @@ func Explain(ctx context.Context, r Request) (*Explanation, error) {
 	ex.Closest = closestOfFailure(r.Failure)
 
 	// The knobs in turn, each with a fair share of what is left of the solves and the time
-	// (what one leaves unspent goes to the next): the rates and the GPUs first, whose solves
+	// (what one leaves unspent goes to the next): the GPUs and the rates first, whose solves
 	// run at the SLOs as given, then the SLOs, where an LLM planner's capacity search at a
 	// relaxed SLO simulates longest.
 	var ratePlan, sloPlan *formats.Plan
 	knobs := []func() error{
+		func() (err error) {
+			ex.GPUs, ex.GPUsNone, err = s.gpuAdds(ctx, gpus, skipped)
+			return err
+		},
 		func() error {
 			if len(rates) == 0 {
 				return nil
@@ -305,10 +309,6 @@ func Explain(ctx context.Context, r Request) (*Explanation, error) {
 			}
 			ex.Rate, ratePlan = rel, plan
 			return nil
-		},
-		func() (err error) {
-			ex.GPUs, ex.GPUsNone, err = s.gpuAdds(ctx, gpus, skipped)
-			return err
 		},
 		func() error {
 			if len(slos) == 0 {
@@ -411,8 +411,8 @@ func (s *searcher) relax(ctx context.Context, name string, inputs func(k float64
 		return rel, nil, nil
 	}
 	rel.Found, rel.Scale = true, hi
-	for {
-		for hi/lo > 1+Tolerance {
+	for bisect := true; ; bisect = false {
+		for bisect && hi/lo > 1+Tolerance {
 			mid := math.Sqrt(lo * hi)
 			ok, p, err := feasible(mid)
 			if err != nil {
@@ -428,7 +428,10 @@ func (s *searcher) relax(ctx context.Context, name string, inputs func(k float64
 		}
 		// The stated factor: rounded to three digits, never below the bisected one, and
 		// solved at once more where the rounding moved it.
-		stated := math.Min(round(hi), maxK)
+		stated := hi
+		if bisect {
+			stated = math.Min(round(hi), maxK)
+		}
 		if stated != hi {
 			ok, p, err := feasible(stated)
 			if err != nil {
@@ -458,12 +461,10 @@ func (s *searcher) relax(ctx context.Context, name string, inputs func(k float64
 			return rel, hiPlan, nil
 		}
 		// Feasible at the check: the threshold lies lower than the bisection found
-		// (feasibility is not monotone there); bisect again below it.
-		hi, hiPlan, rel.Scale, rel.Narrowed = check, p, check, false
-		lo = math.Min(lo, check/(1+4*Tolerance))
-		if lo < 1 {
-			lo = 1
-		}
+		// (feasibility is not monotone there, as a simulated verdict near its edge): state
+		// the check's factor and check 95% of it in turn.
+		hi, hiPlan = check, p
+		lo = math.Min(lo, check)
 	}
 }
 
