@@ -27,9 +27,12 @@ const ImageRepo = "vllm/vllm-openai"
 var validatedPatch = map[int]int{15: 1}
 
 // Image is the server image of vLLM release v (the profile's engine.vllm_version, whose
-// step times and scheduling the plan was sized with), so the exported engine is the one
-// the prediction holds for.
+// step times and scheduling the plan was sized with; the zero release: the default), so the
+// exported engine is the one the prediction holds for.
 func Image(v formats.VLLMVersion) string {
+	if v.Minor == 0 {
+		v = (*formats.LLMEngine)(nil).Version() // none stated: the default release
+	}
 	return fmt.Sprintf("%s:v0.%d.%d", ImageRepo, v.Minor, validatedPatch[v.Minor])
 }
 
