@@ -200,34 +200,36 @@ func (s *searcher) probe(ctx context.Context, in planner.Inputs, st planner.Sett
 }
 
 // run is one probe, given up at the deadline: a planner that does not heed its context (a
-// capacity search simulating) would otherwise hold the command past --time-limit. A solve
-// given up runs on in the background until it returns; the command ends first.
+// capacity search simulating) would otherwise hold the command past --time-limit. The probe's
+// own context has no deadline (a solver that sees one returns its incumbent early, which
+// would change the verdict); it is canceled when the probe is given up, and a planner that
+// does not heed that runs on in the background until it returns, its verdict unused.
 func (s *searcher) run(ctx context.Context, in planner.Inputs, st planner.Settings) (Outcome, error) {
 	end := s.end()
 	if end.IsZero() {
 		return s.req.Probe(ctx, in, st)
 	}
-	ctx, cancel := context.WithDeadline(ctx, end)
+	pctx, cancel := context.WithCancel(ctx)
 	type result struct {
 		out Outcome
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		defer cancel()
-		out, err := s.req.Probe(ctx, in, st)
+		out, err := s.req.Probe(pctx, in, st)
 		done <- result{out, err}
 	}()
+	timer := time.NewTimer(time.Until(end))
+	defer timer.Stop()
 	select {
 	case r := <-done:
-		if r.err != nil && time.Now().After(end) {
-			return Outcome{}, s.stop(s.timeUp())
-		}
+		cancel()
 		return r.out, r.err
 	case <-ctx.Done():
-		if pctx := context.Cause(ctx); pctx != nil && !errors.Is(pctx, context.DeadlineExceeded) {
-			return Outcome{}, pctx
-		}
+		cancel()
+		return Outcome{}, ctx.Err()
+	case <-timer.C:
+		cancel()
 		return Outcome{}, s.stop(s.timeUp())
 	}
 }
