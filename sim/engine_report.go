@@ -2,9 +2,9 @@ package sim
 
 import (
 	"math"
-	"strconv"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/quantile"
 )
@@ -73,7 +73,7 @@ type EnginePrefixCache struct {
 }
 
 // EngineSetting is one engine setting the replay ran with, in vLLM's flag name, and where
-// its value came from (the profile's engine block, or the default).
+// its value came from (llm.Source: default, iteration, engine, profile or flag).
 type EngineSetting struct {
 	Name   string `json:"name"`
 	Value  string `json:"value"`
@@ -181,81 +181,14 @@ func NewEngineReport(profile string, l formats.LLMProfile, policy string, def bo
 	return rep
 }
 
-// engineSettings are the engine settings the replay's instance runs with, each from the
-// profile's engine block, else the older iteration fields, else vLLM V1's default for the GPU
-// (formats.LLMEngine; the precedence the LLM engine applies).
+// engineSettings are the engine settings the replay's instance runs with, as the LLM engine
+// resolves them (llm.NewModel: the profile's engine block, else the older iteration fields,
+// else vLLM V1's default for the GPU), each with its source.
 func engineSettings(l formats.LLMProfile) []EngineSetting {
-	e := l.Engine
-	if e == nil {
-		e = &formats.LLMEngine{}
+	set := llm.NewModel(&l).Settings()
+	out := make([]EngineSetting, len(set))
+	for i, s := range set {
+		out[i] = EngineSetting{s.Name, s.Value, string(s.Source)}
 	}
-	it := l.Iteration
-	if it == nil {
-		it = &formats.LLMIteration{}
-	}
-	var out []EngineSetting
-	add := func(name string, engine, iteration int, def string) {
-		switch {
-		case engine > 0:
-			out = append(out, EngineSetting{name, strconv.Itoa(engine), "engine"})
-		case iteration > 0:
-			out = append(out, EngineSetting{name, strconv.Itoa(iteration), "iteration"})
-		default:
-			out = append(out, EngineSetting{name, def, "default"})
-		}
-	}
-	tokens, seqs := formats.DefaultBatchedTokens(l.GPU)
-	add("max_num_batched_tokens", e.MaxNumBatchedTokens, it.MaxBatchedTokens, strconv.Itoa(tokens))
-	add("max_num_seqs", e.MaxNumSeqs, it.MaxSeqs, strconv.Itoa(seqs))
-	add("block_size", e.BlockSize, it.BlockTokens, "16")
-	chunked := EngineSetting{"enable_chunked_prefill", strconv.FormatBool(e.Chunked()), "default"}
-	if e.EnableChunkedPrefill != nil {
-		chunked.Source = "engine"
-	}
-	out = append(out, chunked)
-	add("max_num_partial_prefills", e.MaxNumPartialPrefills, 0, "1")
-	add("max_model_len", e.MaxModelLen, 0, strconv.FormatInt(l.KVCapacityTokens, 10)) // 0 = the KV capacity
-	delay := EngineSetting{"output_delay_steps", "1", "default"}
-	if e.OutputDelaySteps != nil {
-		delay = EngineSetting{"output_delay_steps", strconv.Itoa(*e.OutputDelaySteps), "engine"}
-	}
-	out = append(out, delay)
-	policy := EngineSetting{"scheduling_policy", "fcfs", "default"}
-	if e.SchedulingPolicy != "" {
-		policy = EngineSetting{"scheduling_policy", e.SchedulingPolicy, "engine"}
-	}
-	out = append(out, policy)
-	str := func(name, v, def string) {
-		if v == "" {
-			out = append(out, EngineSetting{name, def, "default"})
-		} else {
-			out = append(out, EngineSetting{name, v, "engine"})
-		}
-	}
-	// The KV rules that decide queueing against preemption under pressure (llm-engine-2 §1).
-	str("kv_allocation", e.KVAllocation, formats.KVAllocDefault)
-	alloc := e.KVAllocation
-	if alloc == "" {
-		alloc = formats.KVAllocDefault
-	}
-	if e.Watermark != nil {
-		out = append(out, EngineSetting{"watermark", strconv.FormatFloat(*e.Watermark, 'g', -1, 64), "engine"})
-	} else {
-		out = append(out, EngineSetting{"watermark", strconv.FormatFloat(formats.DefaultWatermark(alloc), 'g', -1, 64), "default"})
-	}
-	str("release", e.Release, formats.ReleaseDefault)
-	str("preemption_mode", e.PreemptionMode, formats.PreemptionRecompute)
-	if e.SwapSpace > 0 {
-		out = append(out, EngineSetting{"swap_space", strconv.FormatFloat(e.SwapSpace, 'g', -1, 64), "engine"})
-	}
-	if e.KVOffloadBytes > 0 {
-		out = append(out, EngineSetting{"kv_offload_bytes", strconv.FormatInt(e.KVOffloadBytes, 10), "engine"})
-	}
-	if e.EnablePrefixCaching != nil {
-		out = append(out, EngineSetting{"enable_prefix_caching", strconv.FormatBool(*e.EnablePrefixCaching), "engine"})
-	} else {
-		out = append(out, EngineSetting{"enable_prefix_caching", "true", "default"})
-	}
-	out = append(out, EngineSetting{"kv_capacity_tokens", strconv.FormatInt(l.KVCapacityTokens, 10), "profile"})
 	return out
 }

@@ -55,6 +55,14 @@ type Model struct {
 	// sequence emits per verify step, (1 − α^(k+1))/(1 − α).
 	Spec       *formats.LLMSpeculative
 	SpecTokens float64
+	// PreemptionMode, SwapSpace (GiB per GPU) and OffloadBytes are the engine block's flags
+	// as set (Settings reports them); Preempt, CPUSwap and OffloadBlocks are what the
+	// engine does with them.
+	PreemptionMode string
+	SwapSpace      float64
+	OffloadBytes   int64
+	// src is where each setting's value came from (settings.go; absent: the default).
+	src map[string]Source
 }
 
 // NewModel resolves a profile's engine: vLLM V1's defaults (formats.DefaultBatchedTokens,
@@ -64,7 +72,7 @@ func NewModel(p *formats.LLMProfile) *Model {
 	b, seqs := formats.DefaultBatchedTokens(p.GPU)
 	m := &Model{Name: p.Model, Prof: p, MaxBatched: b, MaxSeqs: seqs, Block: 16, KVCap: int(p.KVCapacityTokens), KVBytes: p.KVBytesPerToken,
 		Chunked: true, MaxPartial: 1, OutDelay: 1, Preempt: "auto", PrefixCaching: true,
-		Alloc: formats.KVAllocDefault, Release: formats.ReleaseDefault}
+		Alloc: formats.KVAllocDefault, Release: formats.ReleaseDefault, PreemptionMode: defaultPreemptionMode}
 	host := p.HostLinkGBps
 	if host <= 0 {
 		host = 25
@@ -72,9 +80,9 @@ func NewModel(p *formats.LLMProfile) *Model {
 	m.HostBytesPerUs = host * 1e3
 	if it := p.Iteration; it != nil {
 		m.Prefill, m.Decode, m.CtxUs = it.Prefill, it.Decode, it.DecodeUsPerContextToken
-		override(&m.MaxBatched, it.MaxBatchedTokens)
-		override(&m.MaxSeqs, it.MaxSeqs)
-		override(&m.Block, it.BlockTokens)
+		m.override(SetMaxBatched, &m.MaxBatched, it.MaxBatchedTokens, SourceIteration)
+		m.override(SetMaxSeqs, &m.MaxSeqs, it.MaxSeqs, SourceIteration)
+		m.override(SetBlock, &m.Block, it.BlockTokens, SourceIteration)
 		if it.PreemptMode != "" {
 			m.Preempt = it.PreemptMode
 		}
@@ -92,10 +100,12 @@ func NewModel(p *formats.LLMProfile) *Model {
 	return m
 }
 
-// override replaces a default with a profile's setting when the profile gives one (> 0).
-func override(dst *int, v int) {
+// override replaces a default with a profile's setting when the profile gives one (> 0),
+// recording where it came from.
+func (m *Model) override(name string, dst *int, v int, s Source) {
 	if v > 0 {
 		*dst = v
+		m.setFrom(name, s)
 	}
 }
 
@@ -106,18 +116,31 @@ func (m *Model) engine(e *formats.LLMEngine) {
 	if e == nil {
 		return
 	}
-	override(&m.MaxBatched, e.MaxNumBatchedTokens)
-	override(&m.MaxSeqs, e.MaxNumSeqs)
-	override(&m.Block, e.BlockSize)
+	m.override(SetMaxBatched, &m.MaxBatched, e.MaxNumBatchedTokens, SourceEngine)
+	m.override(SetMaxSeqs, &m.MaxSeqs, e.MaxNumSeqs, SourceEngine)
+	m.override(SetBlock, &m.Block, e.BlockSize, SourceEngine)
 	m.Chunked = e.Chunked()
-	override(&m.MaxPartial, e.MaxNumPartialPrefills)
+	if e.EnableChunkedPrefill != nil {
+		m.setFrom(SetChunked, SourceEngine)
+	}
+	m.override(SetMaxPartial, &m.MaxPartial, e.MaxNumPartialPrefills, SourceEngine)
 	if e.OutputDelaySteps != nil {
 		m.OutDelay = max(*e.OutputDelaySteps, 0)
+		m.setFrom(SetOutDelay, SourceEngine)
 	}
 	m.MaxModelLen = e.MaxModelLen
+	if e.MaxModelLen > 0 {
+		m.setFrom(SetMaxModelLen, SourceEngine)
+	}
 	if e.SwapSpace > 0 {
+		m.SwapSpace = e.SwapSpace
+		m.setFrom(SetSwapSpace, SourceEngine)
 		m.CPUSwap = int64(e.SwapSpace * float64(1<<30) * float64(max(m.Prof.GPUCount, 1)))
 		m.Preempt, m.SwapAlways = "swap", true
+	}
+	if e.PreemptionMode != "" {
+		m.PreemptionMode = e.PreemptionMode
+		m.setFrom(SetPreemptionMode, SourceEngine)
 	}
 	switch e.PreemptionMode {
 	case formats.PreemptionRecompute:
@@ -127,14 +150,24 @@ func (m *Model) engine(e *formats.LLMEngine) {
 		m.Preempt, m.SwapAlways = "swap", true
 	}
 	m.Priority = e.SchedulingPolicy == "priority"
+	if e.SchedulingPolicy != "" {
+		m.setFrom(SetPolicy, SourceEngine)
+	}
 	if e.KVAllocation != "" {
 		m.Alloc = e.KVAllocation
+		m.setFrom(SetAlloc, SourceEngine)
 	}
 	if e.Watermark != nil {
 		m.Watermark = *e.Watermark
+		m.setFrom(SetWatermark, SourceEngine)
 	}
 	if e.Release != "" {
 		m.Release = e.Release
+		m.setFrom(SetRelease, SourceEngine)
+	}
+	if e.KVOffloadBytes > 0 {
+		m.OffloadBytes = e.KVOffloadBytes
+		m.setFrom(SetKVOffload, SourceEngine)
 	}
 	if e.KVOffloadBytes > 0 && m.KVBytes > 0 && m.Block > 0 {
 		m.OffloadBlocks = int(min(e.KVOffloadBytes/(m.KVBytes*int64(m.Block)), 1<<30))
@@ -145,6 +178,9 @@ func (m *Model) engine(e *formats.LLMEngine) {
 	// (TestPrefixCacheUniquePromptsKeepTimelines: two preemptions become one). A profile of
 	// a V0 engine (profile --import of a log before vLLM 0.8) says enable_prefix_caching: false.
 	m.PrefixCaching = e.PrefixCaching()
+	if e.EnablePrefixCaching != nil {
+		m.setFrom(SetPrefixCaching, SourceEngine)
+	}
 	if e.Speculative != nil {
 		m.Spec, m.SpecTokens = e.Speculative, e.Speculative.TokensPerStep()
 	}
