@@ -70,6 +70,10 @@ type Args struct {
 	FindLimitSet bool
 	// RequestsOut is --requests-out, a JSONL file of every request ("" = none).
 	RequestsOut string
+
+	// llmProfiles are the plan's embedded LLM profiles (newSweepConfig): the regimes of
+	// its LLM predictions' expected-error bands.
+	llmProfiles []formats.LLMProfile
 }
 
 // Run is `plan simulate PLAN`: the plan at a sweep of load factors.
@@ -103,6 +107,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 		return io.WriteJSON(rep)
 	}
 	printSimTable(io, rep)
+	printLLMBands(io, a.llmProfiles, rep)
 	return nil
 }
 
@@ -139,6 +144,12 @@ func newSweepConfig(io *run.IO, a *Args) (*sim.SweepConfig, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e := plan.Provenance.Embedded; e != nil {
+		for _, pr := range e.Profiles {
+			a.llmProfiles = append(a.llmProfiles, pr.LLMs...)
+		}
+	}
+	run.WarnStale(io, a.Systems, path, plan)
 	if a.Policy == "" {
 		a.Policy = defPolicy // the plan's own policy (a PARD plan names its dropper)
 	}
