@@ -2,6 +2,7 @@ package run
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/planner"
 )
 
 // PolicyNames lists the registry's runtime policies, comma-separated, for help and errors.
@@ -83,4 +85,33 @@ func ReadPlanSystem(reg *systems.Registry, path string) (*formats.Plan, system.S
 		return nil, system.System{}, UsageErrorf("%s: %v", path, err)
 	}
 	return p, sys, nil
+}
+
+// StaleChecker is a plan checker that tells which figures a plan states by a rule older
+// than the one its system writes by now (ppipesys: a PPipe model stating its pipelines'
+// capacity, not what it serves within its SLO). Such a plan passes verification, so
+// simulate and serve run it with a warning (WarnStale); plan check fails each of them.
+type StaleChecker interface {
+	Stale(p *formats.Plan) []planner.Check
+}
+
+// StaleChecks are ck's stale-rule findings on p (none where ck tells none).
+func StaleChecks(ck planner.Checker, p *formats.Plan) []planner.Check {
+	if sc, ok := ck.(StaleChecker); ok {
+		return sc.Stale(p)
+	}
+	return nil
+}
+
+// WarnStale prints, on stderr, one warning naming the plan file per figure p states by an
+// older rule of its system (StaleChecks): the plan runs, but states more than it serves.
+// Warnings print under --quiet too (they are not progress).
+func WarnStale(io *IO, reg *systems.Registry, path string, p *formats.Plan) {
+	s, err := reg.ForPlan(p)
+	if err != nil {
+		return
+	}
+	for _, c := range StaleChecks(s.Checker, p) {
+		fmt.Fprintf(io.Err, "plan: warning: %s: %s (plan check fails it)\n", path, c.Line)
+	}
 }

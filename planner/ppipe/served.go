@@ -98,3 +98,45 @@ func StateServed(pl *formats.Plan) []Unserved {
 	ppipesec.SetPlan(pl, pp)
 	return bad
 }
+
+// StatedCapacity is a model of a plan written under the rule before this one: it records
+// its prediction but states as throughput_rps its pipelines' capacity (PPipe A.2's x_l),
+// more than the prediction serves within the SLO. Such a plan is consistent under the rule
+// it was written by, so it still loads and runs; plan check reports it, and a re-solve
+// states what it serves.
+type StatedCapacity struct {
+	Index     int // its place in ppipe.models
+	Model     string
+	StatedRPS float64 // throughput_rps as written: the capacity
+	ServedRPS float64 // what the plan's prediction serves within the SLO (ServedRPS)
+}
+
+func (s StatedCapacity) String() string {
+	return fmt.Sprintf("ppipe.models[%d] (model %s): throughput_rps %.4g is its pipelines' capacity (the rule plans were written by before they stated what they serve); its prediction serves %.4g req/s within the SLO: re-solve it (plan solve) to state that",
+		s.Index, s.Model, s.StatedRPS, s.ServedRPS)
+}
+
+// StatesCapacity lists the models of pl that state their capacity where the plan's
+// prediction says they serve less (the older rule; Verify accepts it). A plan stating what
+// it serves, or recording no complete prediction, lists none.
+func StatesCapacity(pl *formats.Plan) []StatedCapacity {
+	pp := ppipesec.PlanOf(pl)
+	if pp == nil {
+		return nil
+	}
+	var out []StatedCapacity
+	for i, m := range pp.Models {
+		served, ok := ServedRPS(pl, m)
+		if ok && olderRule(m.ThroughputRPS, served, capacity(m)) {
+			out = append(out, StatedCapacity{Index: i, Model: m.Model, StatedRPS: m.ThroughputRPS, ServedRPS: served})
+		}
+	}
+	return out
+}
+
+// olderRule says whether a model stating stated, whose prediction serves served and whose
+// pipelines carry capacity, follows the rule before plans stated what they serve: it states
+// its capacity, and that is not what it serves.
+func olderRule(stated, served, capacity float64) bool {
+	return near(stated, capacity) && !near(stated, served)
+}

@@ -90,18 +90,26 @@ func TestStateServed(t *testing.T) {
 }
 
 // TestVerifyServed: a plan that records its prediction and states more (or less) than it
-// serves within its SLO breaks the "served" rule; one that states its capacity without a
-// prediction does not.
+// serves within its SLO breaks the "served" rule, unless what it states is its capacity (the
+// rule before: it passes, and StatesCapacity names the model); one that states its capacity
+// without a prediction is consistent and stale in nothing.
 func TestVerifyServed(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		change func(pl *formats.Plan)
-		rule   string // "" = consistent
+		rule   string   // "" = consistent
+		stale  []string // the models StatesCapacity lists
 	}{
 		{name: "as written", change: func(*formats.Plan) {}},
-		{name: "states its capacity", rule: "served", change: func(pl *formats.Plan) {
+		{name: "states its capacity", stale: []string{"m1"}, change: func(pl *formats.Plan) {
 			pp := ppipesec.PlanOf(pl)
 			pp.Models[1].ThroughputRPS = capacity(pp.Models[1])
+			ppipesec.SetPlan(pl, pp)
+		}},
+		{name: "states more than it serves, short of its capacity", rule: "served", change: func(pl *formats.Plan) {
+			pp := ppipesec.PlanOf(pl)
+			m := &pp.Models[1]
+			m.ThroughputRPS = (m.ThroughputRPS + capacity(*m)) / 2
 			ppipesec.SetPlan(pl, pp)
 		}},
 		{name: "states less", rule: "served", change: func(pl *formats.Plan) {
@@ -126,6 +134,16 @@ func TestVerifyServed(t *testing.T) {
 			got := slices.ContainsFunc(vs, func(v Violation) bool { return v.Rule == tc.rule })
 			if tc.rule == "" && len(vs) > 0 || tc.rule != "" && !got {
 				t.Errorf("want rule %q, got %v", tc.rule, vs)
+			}
+			var stale []string
+			for _, s := range StatesCapacity(pl) {
+				stale = append(stale, s.Model)
+				if !(s.ServedRPS < s.StatedRPS) {
+					t.Errorf("%s: served %g not below stated %g", s.Model, s.ServedRPS, s.StatedRPS)
+				}
+			}
+			if !slices.Equal(stale, tc.stale) {
+				t.Errorf("StatesCapacity: %v, want %v", stale, tc.stale)
 			}
 		})
 	}

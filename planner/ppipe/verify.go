@@ -34,8 +34,9 @@ func (v Violation) String() string {
 // the profile and NIC bandwidth, pipeline latency ≤ the planning budget T', the budget itself
 // (T − round(α·T)), throughput arithmetic (stage = X·count, pipeline = min over stages,
 // model = Σ pipelines, or where the plan records its prediction what that prediction says the
-// model serves within its SLO, served.go), contiguous cuts covering every block, and one profiled batch per
-// pipeline. It returns every violation found (nil = the plan is consistent).
+// model serves within its SLO, served.go; a plan stating Σ pipelines there, by the rule
+// before, passes and StatesCapacity names it), contiguous cuts covering every block, and one
+// profiled batch per pipeline. It returns every violation found (nil = the plan is consistent).
 func Verify(pl *formats.Plan) []Violation {
 	v := &verifier{}
 	pp := ppipesec.PlanOf(pl)
@@ -125,7 +126,8 @@ func (v *verifier) findModel(name string) *formats.ModelProfile {
 
 // model checks one model: its budget, each pipeline, and its throughput sums. A plan that
 // records its prediction states what the model serves within its SLO (served.go), at most
-// what its pipelines carry; one without states their capacity.
+// what its pipelines carry, or their capacity (the rule before, StatesCapacity); one
+// without states their capacity.
 func (v *verifier) model(pl *formats.Plan, pp *ppipesec.PPipePlan, m ppipesec.PPipeModelPlan, mw string) {
 	T := m.SLO.Microseconds()
 	if want := T - math.Round(pp.SLOMargin*T); !near(m.BudgetUs, want) {
@@ -153,6 +155,9 @@ func (v *verifier) model(pl *formats.Plan, pp *ppipesec.PPipePlan, m ppipesec.PP
 	}
 	served, predicted := ServedRPS(pl, m)
 	switch {
+	case predicted && olderRule(m.ThroughputRPS, served, sum):
+		// Written by the rule before (it states its capacity): consistent under that rule,
+		// so it loads and runs; StatesCapacity reports it, for a warning and plan check.
 	case predicted && !near(m.ThroughputRPS, served):
 		v.add(mw, "served", "throughput_rps %g ≠ %g, what the plan's prediction serves within the SLO (sustained_rps, at most the pipelines' %g): a plan states what it serves", m.ThroughputRPS, served, sum)
 	case !predicted && !near(m.ThroughputRPS, sum):

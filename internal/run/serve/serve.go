@@ -197,6 +197,7 @@ func newOptions(a Args, io *run.IO, path string) (planserve.Options, *serveap.Au
 	if err != nil {
 		return none, nil, nil, err
 	}
+	run.WarnStale(io, a.Systems, path, plan)
 	maxBody, err := parseSize(a.MaxBody)
 	if err != nil {
 		return none, nil, nil, run.UsageErrorf("--max-body %q: %v", a.MaxBody, err)

@@ -282,7 +282,8 @@ func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 }
 
 // statesServed says whether every model of a plan states what its recorded prediction
-// serves (ppipe.ServedRPS applies).
+// serves (ppipe.ServedRPS applies, and the plan is not one stating its capacity by the rule
+// before, ppipe.StatesCapacity).
 func statesServed(p *formats.Plan) bool {
 	pp := ppipesec.PlanOf(p)
 	for _, m := range pp.Models {
@@ -290,7 +291,21 @@ func statesServed(p *formats.Plan) bool {
 			return false
 		}
 	}
-	return len(pp.Models) > 0
+	return len(pp.Models) > 0 && len(ppipe.StatesCapacity(p)) == 0
+}
+
+// Stale lists the models of a plan written by the rule before plans stated what they serve
+// (ppipe.StatesCapacity: throughput_rps is the pipelines' capacity, the prediction serves
+// less). Such a plan still loads, simulates and serves, with this as a warning; plan check
+// fails it (a check's failure, exit 1: the plan states more than it serves), with the
+// served rate as the limit, until it is re-solved.
+func (Checker) Stale(plan *formats.Plan) []planner.Check {
+	var out []planner.Check
+	for _, s := range ppipe.StatesCapacity(plan) {
+		stated, served := s.StatedRPS, s.ServedRPS
+		out = append(out, planner.Check{Line: s.String(), Name: "stated_throughput", Subject: s.Model, Value: &stated, Limit: &served})
+	}
+	return out
 }
 
 // capacityOf is what a model's pipelines carry (Σ pipeline throughput_rps).
