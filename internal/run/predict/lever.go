@@ -50,6 +50,19 @@ func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in pl
 // completes it. A caller that only asks whether a solve would succeed (solve's explanation
 // of an infeasible target, internal/run/solve/explain) stops here.
 func Attempt(ctx context.Context, reg *systems.Registry, pl planner.Planner, in planner.Inputs, settings planner.Settings, arrivals string, note func(string)) (*formats.Plan, *sim.Prediction, error) {
+	return attempt(ctx, pl, in, settings, note, newBudget(ctx, settings.TimeLimit, now), func(p *formats.Plan) (*sim.Prediction, *formats.Prediction, error) {
+		started, err := Start(ctx, reg, p, arrivals)
+		if err != nil {
+			return nil, nil, err
+		}
+		return started, started.Rates(), nil
+	})
+}
+
+// attempt is Attempt with its budget and its prediction at the rates (predict: the
+// prediction started and its verdict) given.
+func attempt(ctx context.Context, pl planner.Planner, in planner.Inputs, settings planner.Settings, note func(string), b budget,
+	predict func(*formats.Plan) (*sim.Prediction, *formats.Prediction, error)) (*formats.Plan, *sim.Prediction, error) {
 	plan, err := pl.Solve(ctx, in, settings)
 	if err != nil {
 		return nil, nil, err
@@ -62,25 +75,33 @@ func Attempt(ctx context.Context, reg *systems.Registry, pl planner.Planner, in 
 		}
 	}
 	status("predicting: simulating the plan at the workload's rates")
-	first, err := Start(ctx, reg, plan, arrivals)
+	first, pr, err := predict(plan)
 	if err != nil {
 		return nil, nil, err
 	}
-	pr := first.Rates()
 	if pr.Meets || pr.Basis != formats.PredictionBasisRates || in.Workload == nil {
 		return plan, first, nil
 	}
 	settings.Progress = nil
-	for _, k := range rateMargins {
+	for i, k := range rateMargins {
+		limit, ok := b.share(len(rateMargins) - i)
+		if !ok {
+			note(fmt.Sprintf("the plan misses its target at the workload's rates in simulation (%s); no time is left within --time-limit %s to solve for %.3g× the rates", worstMiss(pr), settings.TimeLimit, k))
+			return plan, first, nil
+		}
 		note(fmt.Sprintf("the plan misses its target at the workload's rates in simulation (%s); solving for %.3g× the rates", worstMiss(pr), k))
 		status(fmt.Sprintf("solving for %.3g× the rates", k))
+		rs := settings
+		if limit > 0 {
+			rs.TimeLimit = limit
+		}
 		scaled, err := scaleWorkload(in.Workload, k)
 		if err != nil {
 			return nil, nil, err
 		}
 		sin := in
 		sin.Workload = scaled
-		p, err := pl.Solve(ctx, sin, settings)
+		p, err := pl.Solve(ctx, sin, rs)
 		if err != nil {
 			// The cluster does not carry the margin: the plan at the rates stands, missing.
 			note(fmt.Sprintf("no plan at %.3g× the rates: %v", k, err))
@@ -90,15 +111,58 @@ func Attempt(ctx context.Context, reg *systems.Registry, pl planner.Planner, in 
 			return nil, nil, err
 		}
 		status(fmt.Sprintf("predicting the plan solved for %.3g× the rates", k))
-		started, err := Start(ctx, reg, p, arrivals)
+		started, spr, err := predict(p)
 		if err != nil {
 			return nil, nil, err
 		}
-		if pr = started.Rates(); pr.Meets {
+		if pr = spr; pr.Meets {
 			return p, started, nil
 		}
 	}
 	return plan, first, nil
+}
+
+// now is the clock the re-solves' budget reads (a test's own).
+var now = time.Now
+
+// minResolve is the least time limit a re-solve at a margin is started with: below it a
+// planner (a MILP with its prediction's reserve) finds no plan worth predicting.
+const minResolve = 500 * time.Millisecond
+
+// budget is what is left of --time-limit for the re-solves at a margin: the limit bounds
+// the whole command (the solve at the rates, its prediction, the re-solves and theirs), so
+// each re-solve is given a share of what remains, not a limit of its own.
+type budget struct {
+	deadline time.Time // zero: no limit (a caller without one)
+	now      func() time.Time
+}
+
+// newBudget starts the budget of a command limited to limit (≤ 0: none) now, or to ctx's
+// deadline where that is earlier.
+func newBudget(ctx context.Context, limit time.Duration, clock func() time.Time) budget {
+	b := budget{now: clock}
+	if limit > 0 {
+		b.deadline = clock().Add(limit)
+	}
+	if d, ok := ctx.Deadline(); ok && (b.deadline.IsZero() || d.Before(b.deadline)) {
+		b.deadline = d
+	}
+	return b
+}
+
+// share is the time limit of the next re-solve when left re-solves (this one included) may
+// still run: an equal share of the time remaining, which a re-solve that ends early passes
+// on to the next. ok is false when less than minResolve remains; limit is 0 when there is
+// no deadline (the caller's limit stands).
+func (b budget) share(left int) (limit time.Duration, ok bool) {
+	if b.deadline.IsZero() {
+		return 0, true
+	}
+	rem := b.deadline.Sub(b.now())
+	if rem < minResolve {
+		return 0, false
+	}
+	return max(rem/time.Duration(max(left, 1)), minResolve), true
 }
 
 // worstMiss names the application furthest below its target.

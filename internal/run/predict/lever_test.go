@@ -1,0 +1,114 @@
+package predict
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/sim"
+)
+
+// clock is a test's clock: it moves only when a fake planner or prediction spends time.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time                   { return c.t }
+func (c *clock) spend(d time.Duration)            { c.t = c.t.Add(d) }
+func (c *clock) since(t0 time.Time) time.Duration { return c.t.Sub(t0) }
+
+// limitPlanner records the time limit of each solve and spends spend[i] of it on solve i
+// (the clock's, not the wall's).
+type limitPlanner struct {
+	c      *clock
+	spend  []time.Duration
+	limits []time.Duration
+}
+
+func (p *limitPlanner) Options() any { return nil }
+
+func (p *limitPlanner) Solve(_ context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
+	i := len(p.limits)
+	p.limits = append(p.limits, s.TimeLimit)
+	if i < len(p.spend) {
+		p.c.spend(p.spend[i])
+	}
+	return &formats.Plan{Provenance: formats.Provenance{Embedded: &formats.EmbeddedInputs{Workload: in.Workload}}}, nil
+}
+
+// TestResolveBudget: when a plan misses at its rates, the re-solves at a margin share what is
+// left of the command's time limit (each an equal share of the remainder, what one leaves
+// passed on), so that the limit bounds the whole command; with too little left none starts.
+// Time is the test clock's, so the limits are exact.
+func TestResolveBudget(t *testing.T) {
+	w, err := formats.ReadInto[*formats.Workload]("../../../testdata/ppipe/workload-rate.yaml", intree.Sections())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const predictCost = time.Second
+	s := time.Second
+	for _, tc := range []struct {
+		name  string
+		limit time.Duration
+		spend []time.Duration // per solve: the solve at the rates, then the re-solves
+		want  []time.Duration // the limit each solve is given
+	}{
+		// 60 s: the solve at the rates and its prediction take 21 s, 39 s are left for four
+		// margins: 9.75 s each; the first ends at once (its prediction 1 s), so 38 s are
+		// left for three, then 37 s for two, then 36 s for the last.
+		{name: "shared", limit: 60 * s, spend: []time.Duration{20 * s, 0, 0, 0, 0},
+			want: []time.Duration{60 * s, 9750 * time.Millisecond, 38 * s / 3, 37 * s / 2, 36 * s}},
+		// Each re-solve runs its whole share: the shares stay equal, the total within 60 s.
+		{name: "each runs its share", limit: 60 * s, spend: []time.Duration{19 * s, 9 * s, 9 * s, 9 * s, 9 * s},
+			want: []time.Duration{60 * s, 10 * s, 10 * s, 10 * s, 10 * s}},
+		// The solve at the rates and its prediction took all but 0.2 s: no re-solve starts.
+		{name: "none left", limit: 10 * s, spend: []time.Duration{8800 * time.Millisecond},
+			want: []time.Duration{10 * s}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			t0 := c.now()
+			pl := &limitPlanner{c: c, spend: tc.spend}
+			miss := func(*formats.Plan) (*sim.Prediction, *formats.Prediction, error) {
+				c.spend(predictCost)
+				return nil, &formats.Prediction{Basis: formats.PredictionBasisRates}, nil
+			}
+			var notes []string
+			_, _, err := attempt(context.Background(), pl, planner.Inputs{Workload: w}, planner.Settings{TimeLimit: tc.limit},
+				func(n string) { notes = append(notes, n) }, newBudget(context.Background(), tc.limit, c.now), miss)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pl.limits) != len(tc.want) {
+				t.Fatalf("limits %v, want %v (notes %q)", pl.limits, tc.want, notes)
+			}
+			for i := range tc.want {
+				if pl.limits[i] != tc.want[i] {
+					t.Errorf("solve %d: limit %v, want %v", i, pl.limits[i], tc.want[i])
+				}
+			}
+			if len(tc.want) == 1 && (len(notes) != 1 || !strings.Contains(notes[0], "no time is left within --time-limit")) {
+				t.Errorf("notes %q: want one saying no time is left", notes)
+			}
+			if got := c.since(t0); got > tc.limit {
+				t.Errorf("the solves and predictions took %v of the clock, past the limit %v", got, tc.limit)
+			}
+		})
+	}
+}
+
+// TestBudgetContextDeadline: a context's deadline earlier than the limit bounds the
+// re-solves; no limit and no deadline leaves the caller's limit (0).
+func TestBudgetContextDeadline(t *testing.T) {
+	c := &clock{t: time.Now()}
+	ctx, cancel := context.WithDeadline(context.Background(), c.now().Add(8*time.Second))
+	defer cancel()
+	if got, ok := newBudget(ctx, time.Minute, c.now).share(4); !ok || got != 2*time.Second {
+		t.Errorf("share under an 8 s deadline: %v, %v; want 2s", got, ok)
+	}
+	if got, ok := newBudget(context.Background(), 0, c.now).share(4); !ok || got != 0 {
+		t.Errorf("share without a limit: %v, %v; want 0 (the caller's)", got, ok)
+	}
+}
