@@ -203,7 +203,12 @@ func EstimateWith(m Model, gpu string, tp int, v Variant) (*formats.LLMProfile, 
 	if kvCap < minKVTokens {
 		return nil, fmt.Errorf("LLM %s does not fit %d × %s under these engine settings: room for %d KV tokens, want at least %d", m.Name, tp, g.Name, max(kvCap, 0), minKVTokens)
 	}
-	avgBatch := math.Min(maxSeqs, math.Floor(float64(kvCap)/avgReqTokens))
+	// The running batch the KV cache holds, within the engine's sequence budget.
+	seqCap := float64(maxSeqs)
+	if engine.MaxNumSeqs > 0 {
+		seqCap = min(seqCap, float64(engine.MaxNumSeqs))
+	}
+	avgBatch := math.Min(seqCap, math.Floor(float64(kvCap)/avgReqTokens))
 	// At the average running batch the sequences are half-way through on average.
 	step := d.Decode(int(avgBatch), avgReqTokens/2).Total()
 	// Prefill as base + per-token: the base is a one-token prefill (streaming the weights,
