@@ -2,6 +2,7 @@ package explain
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -196,6 +197,37 @@ func TestRound3(t *testing.T) {
 		}
 		if got := roundDown3(c.in); math.Abs(got-c.down) > 1e-12 {
 			t.Errorf("roundDown3(%g) = %g, want %g", c.in, got, c.down)
+		}
+	}
+}
+
+// TestMissedPlanIsClosest: a plan that missed in simulation is the closest plan, each
+// missing application with its attainment, its target and how far short it is; the JSON
+// report carries the same.
+func TestMissedPlanIsClosest(t *testing.T) {
+	plan := &formats.Plan{Prediction: &formats.Prediction{Basis: formats.PredictionBasisRates, Apps: []formats.AppPrediction{
+		{Name: "chat", RateRPS: 30, Target: 0.99, Attainment: 0.9512, Meets: false, SustainedRPS: 24.5},
+		{Name: "rag", RateRPS: 4, Target: 0.9, Attainment: 0.97, Meets: true},
+	}}}
+	plan.Provenance.Strategy = "load"
+	f := &threshold{minSLO: 200 * time.Millisecond}
+	in := planner.Inputs{Cluster: cluster(2, nil)}
+	st := planner.Settings{SLO: 100 * time.Millisecond}
+	ex, err := Explain(context.Background(), Request{In: in, Settings: st, Probe: f.probe, Failure: Outcome{Plan: plan}})
+	if err != nil || ex == nil {
+		t.Fatalf("Explain: %v, %v", ex, err)
+	}
+	if !strings.Contains(ex.Closest.Basis, "as given") || len(ex.Closest.Misses) != 1 ||
+		ex.Closest.Misses[0] != "chat: 95.12% within its SLO at 30 req/s, target 99% (3.88 points short); it holds the target up to 24.5 req/s" {
+		t.Errorf("closest %+v", ex.Closest)
+	}
+	js, err := json.Marshal(ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{`"closest":{"basis":"the plan solved at the targets as given`, `"slo":{"found":true`, `"relaxed":"200ms"`, `"tolerance":0.02`} {
+		if !strings.Contains(string(js), w) {
+			t.Errorf("JSON lacks %s:\n%s", w, js)
 		}
 	}
 }
