@@ -134,6 +134,8 @@ type Result struct {
 	// names them (prefill_scale, decode_scale).
 	Held        []string
 	HeldFactors []string
+	// overheadHeld, when set, says why the step overhead was held at 0 (a warning).
+	overheadHeld string
 	// Warnings say why the fit may not be trusted, each by name (Warning's names).
 	Warnings []Warning
 }
@@ -318,6 +320,9 @@ func (res *Result) warnings(s *search, best Factors, runs []*Bench, reqs []Reque
 	if best.StepOverheadUs < 0 && best.StepOverheadUs <= olo*(1-nearBound) {
 		res.warn(WarnNearBound, "step overhead %g µs is within %.0f%% of the end of its range (%g µs: half the smallest scaled step)", best.StepOverheadUs, 100*nearBound, olo)
 	}
+	if res.overheadHeld != "" {
+		res.warn(WarnOverheadHeld, "%s", res.overheadHeld)
+	}
 	if best.StepOverheadUs < 0 {
 		res.warn(WarnNegativeOverhead, "the per-step overhead fitted is %g µs: a step cannot cost less than its work; the scales absorbed a cost the run does not pin down (too few requests, or too little spread in batch sizes and prompt lengths?)", best.StepOverheadUs)
 	}
@@ -492,7 +497,10 @@ func newObjective(reqs []Request) *objective {
 	}
 	slices.SortStableFunc(byLen, func(a, b int) int { return reqs[a].PromptTokens - reqs[b].PromptTokens })
 	slices.SortStableFunc(byTime, func(a, b int) int { return cmpFloat(reqs[a].Arrival, reqs[b].Arrival) })
-	o.ttft, o.tpot = groups(byLen), groups(byTime)
+	o.ttft = groups(byLen)
+	for _, i := range byTime {
+		o.tpot = append(o.tpot, []int{i})
+	}
 	return o
 }
 
@@ -520,15 +528,29 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// loss is the objective of a replay t of o.reqs (parallel).
+// loss is the objective of a replay t of o.reqs (parallel): the sum of its residuals'
+// squares.
 func (o *objective) loss(t []Timing) float64 {
+	var l float64
+	for _, r := range o.residuals(t) {
+		l += r * r
+	}
+	return l
+}
+
+// residuals are the objective's terms for a replay t of o.reqs (parallel), each weighted so
+// that their squares sum to the loss: the unfinished requests' share of unfinishedLoss, then
+// each TTFT group's log-ratio of replayed to measured mean, then each TPOT group's. Their
+// number is fixed by o (a group with nothing measured is 0).
+func (o *objective) residuals(t []Timing) []float64 {
 	var unfinished int
 	for i := range o.reqs {
 		if !t[i].Done {
 			unfinished++
 		}
 	}
-	l := unfinishedLoss * float64(unfinished) / float64(max(len(o.reqs), 1))
+	out := make([]float64, 0, 1+len(o.ttft)+len(o.tpot))
+	out = append(out, math.Sqrt(unfinishedLoss*float64(unfinished)/float64(max(len(o.reqs), 1))))
 	for _, g := range []struct {
 		groups [][]int
 		sim    func(i int) float64
@@ -538,8 +560,7 @@ func (o *objective) loss(t []Timing) float64 {
 		{o.tpot, func(i int) float64 { return (t[i].E2E - t[i].TTFT) / float64(o.reqs[i].OutputTokens-1) },
 			func(i int) float64 { m, _ := o.reqs[i].TPOT(); return m }},
 	} {
-		var sum float64
-		var n int
+		start, n := len(out), 0
 		for _, grp := range g.groups {
 			var sim, meas float64
 			for _, i := range grp {
@@ -548,16 +569,21 @@ func (o *objective) loss(t []Timing) float64 {
 					meas += g.meas(i)
 				}
 			}
+			r := 0.0
 			if meas > 0 {
-				sum += sq(logRatio(sim, meas))
+				r = logRatio(sim, meas)
 				n++
 			}
+			out = append(out, r)
 		}
 		if n > 0 {
-			l += sum / float64(n)
+			w := 1 / math.Sqrt(float64(n))
+			for i := start; i < len(out); i++ {
+				out[i] *= w
+			}
 		}
 	}
-	return l
+	return out
 }
 
 func sq(x float64) float64 { return x * x }

@@ -16,10 +16,13 @@ import (
 //
 //  1. one golden-section search per factor over its whole range, the others held: it finds
 //     the basin from the profile as it is, however far off that is;
-//  2. Nelder and Mead's simplex ("A simplex method for function minimization", Computer
-//     Journal 1965) from there: the scales and the overhead trade off along a valley (a step
-//     of prefill is a scaled curve plus the overhead), which a search along one factor at a
-//     time crosses only in tiny steps.
+//  2. Levenberg and Marquardt's damped least squares from there (refine.go), on the
+//     objective's residuals: the factors move together, along the valleys where one trades
+//     off against another, which a search along one factor at a time crosses only in tiny
+//     steps.
+//
+// A factor the runs do not constrain is held (hold): it stays at its identity value in both
+// stages.
 //
 // Every point is moved into the box before it is replayed (the scales into their range, the
 // overhead into its range at those scales), and each point is replayed once (search.cache).
@@ -72,12 +75,7 @@ func (s *search) minimise(maxReplays int) (Factors, error) {
 		}
 		return out
 	}
-	step := make([]float64, len(free))
-	for i := range step {
-		step[i] = 0.1
-	}
-	best := nelderMead(func(y []float64) float64 { return s.loss(s.factors(expand(y))) }, func(y []float64) []float64 { return reduce(s.toX(s.factors(expand(y)))) },
-		reduce(x), step, func() bool { return s.err != nil || s.replays >= maxReplays })
+	best := s.refine(reduce(x), func(y []float64) Factors { return s.factors(expand(y)) }, func(y []float64) []float64 { return reduce(s.toX(s.factors(expand(y)))) }, maxReplays)
 	if s.err != nil {
 		return Factors{}, s.err
 	}
@@ -132,98 +130,6 @@ func golden(f func(float64) float64, lo, hi, tol float64) (float64, float64) {
 	return bestX, bestY
 }
 
-// nelderMead minimises f from x0 with a first simplex of x0 and x0 plus step[i] along each
-// axis (the standard coefficients: reflection 1, expansion 2, contraction ½, shrink ½), every
-// new point moved into the box by project, until the simplex's values agree to 1e-12 and its
-// points to 1e-4, or stop reports true; it returns the best point seen.
-func nelderMead(f func([]float64) float64, project func([]float64) []float64, x0, step []float64, stop func() bool) []float64 {
-	n := len(x0)
-	type vertex struct {
-		x []float64
-		y float64
-	}
-	simplex := make([]vertex, n+1)
-	simplex[0] = vertex{slices.Clone(x0), f(x0)}
-	for i := 0; i < n; i++ {
-		x := slices.Clone(x0)
-		x[i] += step[i]
-		x = project(x)
-		if slices.Equal(x, x0) { // at the box's edge: step inwards
-			x[i] -= 2 * step[i]
-			x = project(x)
-		}
-		simplex[i+1] = vertex{x, f(x)}
-	}
-	point := func(c []float64, t float64, from []float64) []float64 {
-		out := make([]float64, n)
-		for i := range out {
-			out[i] = c[i] + t*(from[i]-c[i])
-		}
-		return project(out)
-	}
-	for iter := 0; iter < 10000 && !stop(); iter++ {
-		slices.SortStableFunc(simplex, func(a, b vertex) int {
-			switch {
-			case a.y < b.y:
-				return -1
-			case a.y > b.y:
-				return 1
-			}
-			return 0
-		})
-		spread, size := simplex[n].y-simplex[0].y, 0.0
-		for _, v := range simplex[1:] {
-			for i := range v.x {
-				size = max(size, math.Abs(v.x[i]-simplex[0].x[i]))
-			}
-		}
-		if spread <= 1e-12 && size <= 1e-4 || size <= 1e-7 {
-			break
-		}
-		centroid := make([]float64, n)
-		for _, v := range simplex[:n] {
-			for i := range centroid {
-				centroid[i] += v.x[i] / float64(n)
-			}
-		}
-		worst := simplex[n]
-		xr := point(centroid, -1, worst.x)
-		yr := f(xr)
-		switch {
-		case yr < simplex[0].y:
-			xe := point(centroid, -2, worst.x)
-			if ye := f(xe); ye < yr {
-				simplex[n] = vertex{xe, ye}
-			} else {
-				simplex[n] = vertex{xr, yr}
-			}
-		case yr < simplex[n-1].y:
-			simplex[n] = vertex{xr, yr}
-		default:
-			// Contract towards the better of the worst point and its reflection.
-			xc := point(centroid, 0.5, worst.x)
-			if yr < worst.y {
-				xc = point(centroid, 0.5, xr)
-			}
-			if yc := f(xc); yc < min(yr, worst.y) {
-				simplex[n] = vertex{xc, yc}
-				continue
-			}
-			for k := 1; k <= n; k++ {
-				xs := point(simplex[0].x, 0.5, simplex[k].x)
-				simplex[k] = vertex{xs, f(xs)}
-			}
-		}
-	}
-	best := simplex[0]
-	for _, v := range simplex[1:] {
-		if v.y < best.y {
-			best = v
-		}
-	}
-	return best.x
-}
-
 // Which factors the runs constrain: the prefill scale multiplies the prefill curve, which the
 // TTFTs see at the fitted prompts' lengths; where those span a part of the curve that barely
 // changes (short prompts: every step near the curve's base), a scale and the per-step
@@ -261,7 +167,51 @@ func (s *search) hold(runs []*Bench, res *Result) {
 		s.fixed[1] = true
 		res.HeldFactors = append(res.HeldFactors, "decode_scale")
 		res.Held = append(res.Held, fmt.Sprintf("decode scale held at 1: %d fitted requests have two or more output tokens (under %d): the runs do not constrain decode; add runs with longer outputs", tpots, minDecodeRequests))
+		return
 	}
+	var steps []float64
+	for _, pt := range s.parts {
+		steps = append(steps, decodeSteps(s.p.Iteration, pt.reqs, pt.nFit)...)
+	}
+	if dlo, dhi := quantile.Of(steps, 10), quantile.Of(steps, 90); dlo > 0 && dhi/dlo < minDecodeSpan {
+		s.fixed[2] = true
+		res.overheadHeld = fmt.Sprintf("step overhead held at 0: the fitted requests decoded beside loads whose decode steps span %.1f to %.1f ms (10th to 90th percentile, %.0f%% apart, under %.0f%%): a decode scale and a per-step overhead move every TPOT alike there, and the runs cannot tell them apart; the decode scale absorbs any overhead; add a run at a load that fills the batch",
+			dlo/1e3, dhi/1e3, 100*(dhi/dlo-1), 100*(minDecodeSpan-1))
+	}
+}
+
+// minDecodeSpan is how much, at least, the decode step time the fitted requests saw (their
+// estimated batch's point of the decode curve plus the context term) must change between
+// the 10th and 90th percentile of the requests for the per-step overhead to be fitted: the
+// decode scale multiplies the step's curve point, the overhead adds to it alike at every
+// load, and only steps of different sizes tell the two apart.
+const minDecodeSpan = 1.5
+
+// decodeSteps estimates, for each of reqs' first nFit requests with a TPOT, the decode step
+// time it saw from the measured run alone: the mean number of reqs in flight (sent, not yet
+// done) over its decode and their mean context (prompt plus half the output, as the
+// requests are on average halfway through theirs), at the profile's uncorrected curve.
+func decodeSteps(it *formats.LLMIteration, reqs []Request, nFit int) []float64 {
+	var out []float64
+	for i := range nFit {
+		r := &reqs[i]
+		if m, ok := r.TPOT(); !ok || !(m > 0) {
+			continue
+		}
+		from, to := r.Arrival+r.TTFT, r.Arrival+r.E2E
+		var batch, ctx float64
+		for j := range reqs {
+			o := min(to, reqs[j].Arrival+reqs[j].E2E) - max(from, reqs[j].Arrival)
+			if o > 0 {
+				batch += o
+				ctx += o * (float64(reqs[j].PromptTokens) + float64(reqs[j].OutputTokens)/2)
+			}
+		}
+		batch /= to - from
+		ctx /= to - from
+		out = append(out, curveAt(it.Decode, max(batch, 1))+it.DecodeUsPerContextToken*ctx)
+	}
+	return out
 }
 
 // curveAt is the piecewise-linear curve pts at tokens (flat past its ends).

@@ -21,6 +21,10 @@ const (
 	WarnNearBound = "near-bound"
 	// WarnNegativeOverhead: the per-step overhead fitted below 0.
 	WarnNegativeOverhead = "negative-overhead"
+	// WarnOverheadHeld: the runs' decode steps span too little to tell the decode scale
+	// from the per-step overhead, so the overhead was held at 0 (the decode scale absorbs
+	// any the server has).
+	WarnOverheadHeld = "overhead-held"
 	// WarnHeldOutWorse: a held-out error higher after the correction than before.
 	WarnHeldOutWorse = "held-out-worse"
 	// WarnKVMismatch: the replay preempts requests whose measured streams never stall, or
