@@ -57,7 +57,13 @@ re-uses. When the time limit is reached the best plan found so far is written to
 its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible SLO; so does
 a plan that would miss its target on the GPUs given (an accuracy or latency SLO, a model's
 rate_rps, a load the cluster cannot carry), naming the best attainable value and what would
-reach the target. Profiles are planned on their measured latencies: a point more than 25%
+reach the target. Such a failure (and a plan that misses in simulation, below) is explained
+after the error: the closest plan and how far each target is from being met, the smallest
+factor on every SLO and on every stated rate at which the solve succeeds, and the GPUs of each
+type to add (within available, priced) that make the targets as given feasible, or "none
+would". Each is found by solving again, bisected to 2% and checked (the solve succeeds at it
+and fails at 95% of it; one GPU fewer fails), within --time-limit and 48 solves; with -O json
+it is a report on stdout. Profiles are planned on their measured latencies: a point more than 25%
 out of monotone order with its neighbours (a dip below the batch before it, a spike above the
 batch after it) is an outlier, named on stderr (file, model, GPU, batch, measured → used) and
 planned on at its neighbours' curve; the plan keeps the measured value beside it (raw_block_us,
