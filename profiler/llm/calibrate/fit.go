@@ -467,20 +467,24 @@ func (s *search) replay(prof formats.LLMProfile, reqs []Request) ([]Timing, erro
 var unfinishedLoss = 2 * math.Pow(math.Log(10), 2)
 
 // objective scores a replay of the fitted requests: the mean squared log-ratio of replayed to
-// measured mean TTFT over groups of requests of like prompt length, plus that of mean TPOT
-// over groups of requests sent at like times. Means over groups, not requests one by one: a
-// replay whose steps fall a little earlier or later batches requests differently, which moves
-// each request's TTFT by up to a step either way (LLM engine digest §2.5) and makes a
+// measured mean TTFT over groups of requests of like prompt length, plus the mean squared
+// log-ratio of each request's TPOT. TTFT by groups, not request by request: a replay whose
+// steps fall a little earlier or later batches requests differently, which moves each
+// request's TTFT by up to a step either way (LLM engine digest §2.5: measured on the
+// synthetic round trip, 7% rms per request for a change of a µs in the overhead) and makes a
 // per-request loss jump at the finest changes of the factors; a group's mean keeps the
-// systematic error — the one the factors correct — and averages the phase out. Grouping TTFT
-// by prompt length keeps the slope of prefill time over tokens, which tells the prefill scale
-// from the per-step overhead; grouping TPOT by send time keeps the load's swings.
+// systematic error — the one the factors correct — and averages the phase out. Grouping by
+// prompt length keeps the slope of prefill time over tokens, which tells the prefill scale
+// from the per-step overhead. A TPOT is a mean over its request's steps already (under 1%
+// rms of jitter on the same run), and request by request it keeps what each one decoded
+// beside — the load and the prefill steps that interrupted it — which groups would average
+// away.
 type objective struct {
 	reqs       []Request
 	ttft, tpot [][]int
 }
 
-// maxGroups bounds each grouping; a group holds at least minGroup requests.
+// maxGroups bounds the TTFT grouping; a group holds at least minGroup requests.
 const (
 	maxGroups = 12
 	minGroup  = 8
@@ -488,19 +492,15 @@ const (
 
 func newObjective(reqs []Request) *objective {
 	o := &objective{reqs: reqs}
-	var byLen, byTime []int
+	var byLen []int
 	for i := range reqs {
 		byLen = append(byLen, i)
 		if m, ok := reqs[i].TPOT(); ok && m > 0 {
-			byTime = append(byTime, i)
+			o.tpot = append(o.tpot, []int{i})
 		}
 	}
 	slices.SortStableFunc(byLen, func(a, b int) int { return reqs[a].PromptTokens - reqs[b].PromptTokens })
-	slices.SortStableFunc(byTime, func(a, b int) int { return cmpFloat(reqs[a].Arrival, reqs[b].Arrival) })
 	o.ttft = groups(byLen)
-	for _, i := range byTime {
-		o.tpot = append(o.tpot, []int{i})
-	}
 	return o
 }
 
@@ -516,16 +516,6 @@ func groups(idx []int) [][]int {
 		out[g] = idx[g*len(idx)/k : (g+1)*len(idx)/k]
 	}
 	return out
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // loss is the objective of a replay t of o.reqs (parallel): the sum of its residuals'

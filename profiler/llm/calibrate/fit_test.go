@@ -47,3 +47,49 @@ func TestKVMismatch(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldOverhead: the per-step overhead is held at 0, and said so, when the fitted
+// requests' decode steps (their measured load on the decode curve) span under minDecodeSpan;
+// a run whose requests decode alone and in a full batch, or one whose decode scale is
+// already held, leaves it free.
+func TestHoldOverhead(t *testing.T) {
+	p := formats.LLMProfile{Iteration: &formats.LLMIteration{
+		Prefill: []formats.PWLPoint{{Tokens: 1, Us: 1000}, {Tokens: 8192, Us: 9000}},
+		Decode:  []formats.PWLPoint{{Tokens: 1, Us: 1000}, {Tokens: 256, Us: 4000}},
+	}}
+	// alone: n requests one after another, each decoding by itself for a second; burst: as
+	// many again sent at once, decoding beside each other.
+	mk := func(alone, burst, out int) []Request {
+		var reqs []Request
+		for i := range alone {
+			reqs = append(reqs, Request{Arrival: float64(2 * i), TTFT: 0.1, E2E: 1, PromptTokens: 64 + 40*i, OutputTokens: out})
+		}
+		for i := range burst {
+			reqs = append(reqs, Request{Arrival: float64(2 * alone), TTFT: 0.1, E2E: 1, PromptTokens: 64 + 40*i, OutputTokens: out})
+		}
+		return reqs
+	}
+	for _, c := range []struct {
+		name       string
+		reqs       []Request
+		held       bool
+		decodeHeld bool
+	}{
+		{"alone", mk(64, 0, 100), true, false},
+		{"full batch", mk(32, 200, 100), false, false},
+		{"alone, no decode", mk(64, 0, 1), false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &search{p: p}
+			s.parts = []*part{{reqs: c.reqs, nFit: len(c.reqs)}}
+			var res Result
+			s.hold(nil, &res)
+			if s.fixed[2] != c.held || (res.overheadHeld != "") != c.held || s.fixed[1] != c.decodeHeld {
+				t.Errorf("overhead held %v (%q), decode held %v; want %v, %v", s.fixed[2], res.overheadHeld, s.fixed[1], c.held, c.decodeHeld)
+			}
+			if c.held && !strings.Contains(res.overheadHeld, "step overhead held at 0") {
+				t.Errorf("held without saying why: %q", res.overheadHeld)
+			}
+		})
+	}
+}

@@ -5,30 +5,43 @@ import (
 	"slices"
 )
 
-// The second stage of the search (search.go) refines the first stage's point by Levenberg and
-// Marquardt's damped least squares (Marquardt, "An algorithm for least-squares estimation of
-// nonlinear parameters", SIAM J. Appl. Math. 1963) on per-request residuals: each fitted
-// request's log-ratio of replayed to measured TTFT and TPOT.
+// The second stage of the search (search.go) refines the first stage's point by damped
+// Gauss–Newton steps (Levenberg's damping: "A method for the solution of certain non-linear
+// problems in least squares", Quart. Appl. Math. 1944) on the objective's residuals (the
+// TTFT groups' log-ratios and each request's TPOT log-ratio, objective.residuals): a step's
+// time is linear in the three factors, so with the batching held, each residual is near
+// linear in them, and a Gauss–Newton step moves all the factors together, along the valleys
+// where one trades off against another.
 //
-// Why per request: a step's time is linear in the three factors (a prefill step is the
-// prefill scale times its curve point plus the overhead, a decode step the decode scale times
-// its point and context term plus the overhead), so with the batching held, a request's TTFT
-// and TPOT are linear in them too, with weights the steps it waited through. Those weights
-// differ from request to request — a request decoding beside many others sees steps whose
-// curve points are large, so its TPOT moves with the decode scale more than with the
-// overhead, while one decoding alone sees the reverse — and the residuals of all of them
-// tell the decode scale from the per-step overhead, which the means over groups do not
-// (their weights are alike: a valley). A replay's batching does change with the factors,
-// which moves single requests by up to a step; the Jacobian's finite differences take steps
-// of a percent, over which those jumps are few and average out across the requests.
+// The replays are not smooth: a replay whose steps fall a little earlier or later batches
+// requests differently, and the loss jumps by tens of percent for a change of a µs (measured
+// on the synthetic round trip). So the Jacobian's finite differences take steps of 2%, over
+// which the jumps average out across the requests; a step is refused only when it more than
+// doubles the loss (a search that took only steps lowering it stopped at the first lucky
+// point, 4% from the truth); the steps' cap halves from the fifth iteration on, so that the
+// iterates settle; and the result is the mean of the settling iterates.
+//
+// With the overhead held (search.hold), the two scales are what is left: the prefill scale
+// is seen by the TTFTs' slope over prompt length and by the prefill steps that interrupt
+// other requests' decodes, the decode scale by the TPOTs.
 
 // lmJacobianStep is the finite-difference step in the search space: 2% of a scale, or of the
 // smallest curve point for the overhead.
 const lmJacobianStep = 0.02
 
-// lmTries is how many damped steps an iteration tries, the damping raised fourfold after
-// each that does not lower the loss, before the refinement stops.
-const lmTries = 6
+// The refinement's steps: damped by lmDamping times JᵀJ's diagonal, at most lmMaxStep (10% of
+// a scale) long, that cap halved each iteration from the lmFreeIterations-th on, the step
+// halved at most lmTries times while the loss after it is over lmDiverged times the loss
+// before, and done once under lmMinStep.
+const (
+	lmDamping  = 1e-3
+	lmMaxStep  = 0.1
+	lmTries    = 4
+	lmDiverged = 2.0
+	lmMinStep  = 1e-3
+	// lmFreeIterations is how many iterations take steps up to lmMaxStep.
+	lmFreeIterations = 4
+)
 
 // lmMaxIterations bounds the refinement's iterations (each costs a replay per free factor
 // and one or more for the step).
@@ -47,10 +60,10 @@ func (s *search) residuals(e *evaluation) []float64 {
 	return out
 }
 
-// refine runs Levenberg–Marquardt over the free coordinates of the search space from x
-// (reduced: the free factors only) until a step no longer lowers the sum of squared
-// residuals, the step is below 1e-5, or maxReplays replays have run; it returns the best
-// point.
+// refine runs the damped Gauss–Newton iterations over the free coordinates of the search
+// space from x (reduced: the free factors only) until a step is under lmMinStep, a step
+// diverges however cut, lmMaxIterations have run, or maxReplays replays have; it returns the
+// mean of the iterates from the lmFreeIterations-th on (x, or the last, when there are none).
 func (s *search) refine(x []float64, f func([]float64) Factors, project func([]float64) []float64, maxReplays int) []float64 {
 	n := len(x)
 	res := func(y []float64) ([]float64, float64) {
@@ -71,7 +84,7 @@ func (s *search) refine(x []float64, f func([]float64) Factors, project func([]f
 	stop := func() bool { return s.err != nil || s.replays >= maxReplays }
 	x = project(x)
 	r0, l0 := res(x)
-	lambda := 1e-3
+	var settled [][]float64
 	for iter := 0; iter < lmMaxIterations && !stop() && l0 > 0; iter++ {
 		// The Jacobian by forward differences, stepping inwards at the box's edge.
 		jac := make([][]float64, n) // jac[k] is the column of coordinate k
@@ -106,42 +119,76 @@ func (s *search) refine(x []float64, f func([]float64) Factors, project func([]f
 				g[k] += jac[k][i] * r0[i]
 			}
 		}
-		accepted := false
-		var size float64
+		// Gauss–Newton's step, lightly damped and cut to lmMaxStep. The loss decides only
+		// against a step that diverges (lmDiverged times the loss before): below that, its
+		// changes are the replays' jitter as much as the fit, and a search that took only
+		// steps that lower it would stop at the first lucky point.
+		m := make([][]float64, n)
+		for k := range n {
+			m[k] = slices.Clone(a[k])
+			m[k][k] += lmDamping * max(a[k][k], 1e-12)
+		}
+		d, ok := solve(m, g)
+		if !ok {
+			break
+		}
+		size := 0.0
+		for k := range d {
+			d[k] = -d[k]
+			size = max(size, math.Abs(d[k]))
+		}
+		// The cap halves after lmFreeIterations: near the minimum, the replays' jitter moves
+		// the Jacobian and the residuals as much as the fit does, and the steps would walk at
+		// random around it; shrinking them makes the walk settle.
+		limit := lmMaxStep * math.Pow(0.5, float64(max(iter-lmFreeIterations+1, 0)))
+		if size > limit {
+			for k := range d {
+				d[k] *= limit / size
+			}
+			size = limit
+		}
+		var y []float64
+		var ry []float64
+		ly := math.Inf(1)
 		for try := 0; try < lmTries && !stop(); try++ {
-			m := make([][]float64, n)
+			y = make([]float64, n)
 			for k := range n {
-				m[k] = slices.Clone(a[k])
-				m[k][k] += lambda * max(a[k][k], 1e-12)
-			}
-			d, ok := solve(m, g)
-			if !ok {
-				lambda *= 10
-				continue
-			}
-			y := make([]float64, n)
-			for k := range n {
-				y[k] = x[k] - d[k]
+				y[k] = x[k] + d[k]
 			}
 			y = project(y)
-			ry, ly := res(y)
-			if ly < l0 {
-				size = 0
-				for k := range n {
-					size = max(size, math.Abs(y[k]-x[k]))
-				}
-				x, r0, l0 = y, ry, ly
-				lambda = max(lambda/3, 1e-9)
-				accepted = true
+			ry, ly = res(y)
+			if ly <= lmDiverged*l0 {
 				break
 			}
-			lambda *= 4
+			for k := range d {
+				d[k] /= 2
+			}
+			size /= 2
 		}
-		if !accepted || size < 1e-5 {
+		if !(ly <= lmDiverged*l0) {
+			break
+		}
+		x, r0, l0 = y, ry, ly
+		if iter+1 >= lmFreeIterations {
+			settled = append(settled, slices.Clone(x))
+		}
+		if size < lmMinStep {
 			break
 		}
 	}
-	return x
+	if len(settled) == 0 {
+		return x
+	}
+	// The mean of the settling iterates (Polyak and Juditsky, "Acceleration of stochastic
+	// approximation by averaging", SIAM J. Control Optim. 1992): they scatter about the
+	// minimum by the replays' jitter, and their mean less so.
+	mean := make([]float64, n)
+	for _, v := range settled {
+		for k := range mean {
+			mean[k] += v[k] / float64(len(settled))
+		}
+	}
+	return project(mean)
 }
 
 // solve solves m·d = g (m square) by Gaussian elimination with partial pivoting; false when

@@ -54,7 +54,7 @@ func (s *search) minimise(maxReplays int) (Factors, error) {
 			return Factors{}, s.err
 		}
 	}
-	// The simplex runs over the free factors only: a held one stays at 0 (a scale of 1).
+	// The refinement runs over the free factors only: a held one stays at 0 (a scale of 1).
 	var free []int
 	for k := range 3 {
 		if !s.fixed[k] {
