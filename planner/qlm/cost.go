@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
@@ -86,14 +87,11 @@ func quantiles(t llmspec.TokenProfile, z []float64) []float64 {
 // curve and per-context-token term, LLM-engine spec); a sequence lives for its out decode
 // iterations plus the prefills of the B sequences that turn over during its life, so the
 // instance completes B requests per lifetime L(B) = out·t_iter(B) + B·prefill(in). B is
-// bounded by the KV capacity (B·(in+out) tokens) and the engine's max_seqs; the rate is
-// B/L(B) at the best B with L(B) ≤ f·slo.
+// bounded by the KV capacity (B·(in+out) tokens) and the engine's max_num_seqs (as the engine
+// resolves it: llm.NewModel); the rate is B/L(B) at the best B with L(B) ≤ f·slo.
 func Capacity(pr *formats.LLMProfile, in, out float64, slo time.Duration, f float64) (rate float64, batch int) {
 	m := newLifeModel(pr)
-	maxSeqs := m.maxSeqs
-	if pr.KVCapacityTokens > 0 {
-		maxSeqs = min(maxSeqs, int(float64(pr.KVCapacityTokens)/(in+out)))
-	}
+	maxSeqs := m.maxBatch(in, out)
 	budget := f * float64(slo.Microseconds())
 	for b := 1; b <= maxSeqs; b++ {
 		B := float64(b)
@@ -108,43 +106,34 @@ func Capacity(pr *formats.LLMProfile, in, out float64, slo time.Duration, f floa
 	return rate, batch
 }
 
-// lifeModel is the capacity rule's engine model of one instance of a profile (Capacity).
-type lifeModel struct {
-	pr      *formats.LLMProfile
-	maxSeqs int
-	ctxCoef float64
-	dec     func(b float64) float64
+// lifeModel is the capacity rule's engine model of one instance of a profile (Capacity): the
+// engine as it resolves the profile (llm.NewModel: its step-time curves, max_num_seqs and KV
+// capacity, each from the engine block, else the iteration fields, else vLLM V1's default
+// for the GPU), so the planner sizes the engine the simulator and the exports run.
+type lifeModel struct{ eng *llm.Model }
+
+func newLifeModel(pr *formats.LLMProfile) lifeModel { return lifeModel{eng: llm.NewModel(pr)} }
+
+// maxBatch is the most sequences of in + out tokens the engine runs at once: its
+// max_num_seqs, and as many as the KV cache holds whole.
+func (m lifeModel) maxBatch(in, out float64) int {
+	b := m.eng.MaxSeqs
+	if m.eng.KVCap > 0 {
+		b = min(b, int(float64(m.eng.KVCap)/(in+out)))
+	}
+	return b
 }
 
-func newLifeModel(pr *formats.LLMProfile) lifeModel {
-	m := lifeModel{pr: pr, maxSeqs: 256, dec: func(float64) float64 { return pr.DecodeUsPerToken }}
-	if it := pr.Iteration; it != nil {
-		if it.MaxSeqs > 0 {
-			m.maxSeqs = it.MaxSeqs
-		}
-		if e := pr.Engine; e != nil && e.MaxNumSeqs > 0 {
-			m.maxSeqs = e.MaxNumSeqs // the engine's setting wins, as the runtime reads it
-		}
-		m.ctxCoef = it.DecodeUsPerContextToken
-		if len(it.Decode) > 0 {
-			m.dec = func(b float64) float64 { return formats.PWLEval(it.Decode, b) }
-		}
-	}
-	return m
-}
+// dec is a decode step's time over b sequences, before their context term.
+func (m lifeModel) dec(b float64) float64 { return formats.PWLEval(m.eng.Decode, b) }
 
 // prefillUs is the prefill time of an in-token prompt.
-func (m lifeModel) prefillUs(in float64) float64 {
-	if it := m.pr.Iteration; it != nil && len(it.Prefill) > 0 {
-		return formats.PWLEval(it.Prefill, in)
-	}
-	return m.pr.PrefillBaseUs + m.pr.PrefillUsPerToken*in
-}
+func (m lifeModel) prefillUs(in float64) float64 { return formats.PWLEval(m.eng.Prefill, in) }
 
 // lifeUs is the lifetime of a request of in prompt and out output tokens in a batch of b:
 // its out decode iterations plus the prefills of the b sequences turning over meanwhile.
 func (m lifeModel) lifeUs(b, in, out float64) float64 {
-	return out*(m.dec(b)+m.ctxCoef*b*(in+out/2)) + b*m.prefillUs(in)
+	return out*(m.dec(b)+m.eng.CtxUs*b*(in+out/2)) + b*m.prefillUs(in)
 }
 
 // kind is an instance kind: a model on a GPU type with its tensor-parallel GPUs.

@@ -292,12 +292,11 @@ func classLoads(in planner.Inputs, w *formats.Workload, slots []instanceSlot) (l
 			best, tp, weightProbs = pr, true, nil
 		}
 		probs = append(probs, weightProbs...)
-		prefill := best.PrefillBaseUs + best.PrefillUsPerToken*cl.InputTokens.Mean
-		if it := best.Iteration; it != nil && len(it.Prefill) > 0 {
-			prefill = it.Prefill[0].Us
-		}
+		// The engine's prefill of the class's mean prompt (the resolved engine's curve, as
+		// the capacity rule reads it): an SLO below it misses for most requests on any plan.
+		prefill := newLifeModel(best).prefillUs(math.Max(1, cl.InputTokens.Mean))
 		if float64(cl.SLO.D().Microseconds()) <= prefill {
-			probs = append(probs, fmt.Sprintf("%s.slo: %s: below the prefill time of %s on %s (%.0f µs)", p, cl.SLO, cl.Model, best.GPU, prefill))
+			probs = append(probs, fmt.Sprintf("%s.slo: %s: below the prefill time of %s's mean prompt (%.0f tokens) on %s (%.0f µs)", p, cl.SLO, cl.Model, math.Max(1, cl.InputTokens.Mean), best.GPU, prefill))
 		}
 		probs = append(probs, classChecks(in, i, cl, best)...)
 		if _, ok := chosen[cl.Model]; !ok {
@@ -333,9 +332,10 @@ func classLoads(in planner.Inputs, w *formats.Workload, slots []instanceSlot) (l
 func classChecks(in planner.Inputs, i int, cl llmspec.LLMClass, pr *formats.LLMProfile) []string {
 	var probs []string
 	wf := fmt.Sprintf("%s: llm_classes[%d] (%s)", workloadPath(in), i, cl.Name)
-	if e := pr.Engine; e != nil && e.MaxModelLen > 0 && cl.InputTokens.Max+cl.OutputTokens.Max > e.MaxModelLen {
+	eng := newLifeModel(pr)
+	if ml := eng.eng.MaxModelLen; ml > 0 && cl.InputTokens.Max+cl.OutputTokens.Max > ml {
 		probs = append(probs, fmt.Sprintf("%s: input_tokens.max + output_tokens.max: %d + %d = %d tokens: more than model %s's context of %d tokens (%s.engine.max_model_len)",
-			wf, cl.InputTokens.Max, cl.OutputTokens.Max, cl.InputTokens.Max+cl.OutputTokens.Max, cl.Model, e.MaxModelLen, profileField(in, pr)))
+			wf, cl.InputTokens.Max, cl.OutputTokens.Max, cl.InputTokens.Max+cl.OutputTokens.Max, cl.Model, ml, profileField(in, pr)))
 	}
 	// A request is admitted only when its KV fits the cache whole (LLM engine digest §1): a
 	// cache smaller than the class's longest request never serves it, whatever the rate.
@@ -352,7 +352,7 @@ func classChecks(in planner.Inputs, i int, cl llmspec.LLMClass, pr *formats.LLMP
 		if cl.InputTokens.Max > 0 {
 			short = math.Min(short, float64(cl.InputTokens.Max))
 		}
-		if pre := newLifeModel(pr).prefillUs(short); float64(cl.TTFTSLO.D().Microseconds()) < pre {
+		if pre := eng.prefillUs(short); float64(cl.TTFTSLO.D().Microseconds()) < pre {
 			probs = append(probs, fmt.Sprintf("%s: ttft_slo: %s: below one prefill of the class's shortest prompts (%.0f tokens, its 1st percentile) on %s: %s (%s.iteration.prefill)",
 				wf, cl.TTFTSLO, short, GPUSet(qlmsec.QLMInstance{GPU: pr.GPU, GPUCount: pr.GPUCount}), ms(pre), profileField(in, pr)))
 		}
