@@ -143,8 +143,10 @@ func (c Candidate) Label() string {
 type Options struct {
 	// TP are the tensor-parallel sizes tried for roofline-derived profiles (default 1, 2, 4, 8).
 	TP []int
-	// BatchedTokens and MaxSeqs are the engine settings tried (default 2048, 8192 and 256,
-	// vLLM V1's budgets on smaller and H100-class GPUs; formats.DefaultBatchedTokens).
+	// BatchedTokens and MaxSeqs are the engine settings tried (default 512, 2048 and 8192
+	// tokens, 64 and 256 sequences: around vLLM V1's budgets on smaller and H100-class GPUs,
+	// formats.DefaultBatchedTokens); each candidate's engine block carries them, and
+	// llm.NewModel resolves them as the engine runs them.
 	BatchedTokens, MaxSeqs []int
 	// Modes are the serving modes searched (default every mode with an evaluator).
 	Modes []Mode

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
@@ -135,13 +136,16 @@ func (res *Result) Flags() string {
 	return strings.Join(parts, "; ")
 }
 
-// flags are the vLLM flags of the role's instances.
+// flags are the vLLM flags of the role's instances: the step budgets and prefix caching as
+// the engine the search simulated resolves them from the role's profile (llm.NewModel), so
+// the deployment states what was judged.
 func (x Role) flags() string {
+	m := llm.NewModel(x.Profile)
 	caching := "--no-enable-prefix-caching"
-	if x.Engine.PrefixCaching {
+	if m.PrefixCaching {
 		caching = "--enable-prefix-caching"
 	}
-	f := fmt.Sprintf("--tensor-parallel-size %d --max-num-batched-tokens %d --max-num-seqs %d %s", x.TP, x.Engine.MaxBatchedTokens, x.Engine.MaxSeqs, caching)
+	f := fmt.Sprintf("--tensor-parallel-size %d --max-num-batched-tokens %d --max-num-seqs %d %s", x.TP, m.MaxBatched, m.MaxSeqs, caching)
 	if q := x.Engine.Quantization; q != "" {
 		f += " --quantization " + q
 	}
