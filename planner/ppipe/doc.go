@@ -29,10 +29,16 @@
 // pipelines or open a one-stage whole-model pipeline, the most capacity per GPU first), until
 // no step fits; target_rps keeps the MILP's guaranteed rate.
 //
+// Batch filling (formation.go, Options.BatchAllowance): where λ̂ of β = ρ·(b−1)/λ̂ is an
+// estimate (NP's, or --arrival-rate) and the plan gives a model less, a batch that its own
+// arrivals cannot fill within the SLO (C + Y + (b−1)/x > T) sends λ̂ down to x and the
+// solve runs again, so a written batch fills at the plan's own rate.
+//
 // Stating (served.go): the MILP's throughput is a capacity; a written plan states as each
 // model's throughput_rps what its own prediction serves within the SLO (StateServed, which
 // plan solve applies and Verify holds a plan with a prediction to), provenance.objective
-// keeping the formulation's objective.
+// keeping the formulation's objective. A plan written before that states its capacity:
+// Verify accepts it and StatesCapacity names its models (a warning, and a plan check failure).
 //
 // Time (solve.go): Options.Reserve leaves the caller's prediction its time within
 // TimeLimit, and a HiGHS call past its deadline is stopped, keeping the incumbent.

@@ -37,6 +37,7 @@ func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) 
 	if p.opts.Strategy == StrategyDARTR && len(p.types) > 2 {
 		return nil, &InputError{Problems: []string{fmt.Sprintf("strategy dart-r: cluster has %d GPU types with GPUs: DART-r pairs one high-class with one low-class type, so it needs at most 2", len(p.types))}}
 	}
+	var refine []bool // per model: λ̂ is not the workload's rate, so attainable() may lower it
 	if opts.BatchAllowance {
 		// λ̂_m, the head's arrival rate that fills batches: Options.ArrivalRate, else the
 		// workload's rate_rps, else estimated by a first pass (NP without β).
@@ -45,13 +46,16 @@ func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) 
 		// yet would take batch 1 only (β = ∞ past it), shrinking its own estimate and, with
 		// it, every larger batch's allowance in the solve proper.
 		var thr []float64
+		refine = make([]bool, len(p.models))
 		for mi, md := range p.models {
 			switch {
 			case opts.ArrivalRate > 0:
 				md.lambda = opts.ArrivalRate / 1e6
+				refine[mi] = true
 			case md.rate > 0:
 				md.lambda = md.rate / 1e6
 			default:
+				refine[mi] = true
 				if thr == nil {
 					est, err := s.np()
 					if err != nil && !errors.Is(err, planner.ErrInfeasible) {
@@ -66,16 +70,11 @@ func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) 
 			md.betaOn = true
 		}
 	}
-	var sol solved
-	switch opts.Strategy {
-	case StrategyNP:
-		sol, err = s.np()
-	case StrategyDARTR:
-		sol, err = s.dartr()
-	default:
-		sol, err = s.ppipe()
-	}
+	sol, err := s.strategy()
 	if err != nil {
+		return nil, err
+	}
+	if sol, err = s.attainable(sol, refine); err != nil {
 		return nil, err
 	}
 	pipes, st := sol.pipes, sol.st
