@@ -106,7 +106,7 @@ func Search(ctx context.Context, in planner.Inputs, o Options) (*Result, error) 
 			keep = append(keep, c)
 		}
 	}
-	res := &Result{Rates: map[string]float64{}, Notes: profileTPNotes(in, o), Counts: map[string]int{}}
+	res := &Result{Rates: map[string]float64{}, Notes: append(profileTPNotes(in, o), defaultPercentileNotes(in.Workload)...), Counts: map[string]int{}}
 	for _, g := range in.Cluster.GPUs {
 		if g.Available == nil && g.Count > 0 {
 			res.Counts[g.Type] += g.Count
@@ -448,3 +448,25 @@ func (e noCandidateError) Error() string {
 }
 
 func (e noCandidateError) Unwrap() error { return planner.ErrInfeasible }
+
+// defaultPercentileNotes say which SLOs the search judges at the default percentile
+// (llmspec.DefaultSLOPercentile) because their class states none: a default that decides
+// which candidates pass, printed with its value.
+func defaultPercentileNotes(w *formats.Workload) []string {
+	var at []string
+	for _, c := range llmspec.ClassesOf(w) {
+		for _, f := range []struct {
+			name string
+			set  bool
+			pct  string
+		}{{"slo", c.SLO > 0, c.SLOPercentile}, {"ttft_slo", c.TTFTSLO > 0, c.TTFTPercentile}, {"tpot_slo", c.TPOTSLO > 0, c.TPOTPercentile}} {
+			if f.set && f.pct == "" {
+				at = append(at, c.Name+" "+f.name)
+			}
+		}
+	}
+	if len(at) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("SLOs judged at the default p%g (no percentile stated): %s", llmspec.DefaultSLOPercentile*100, strings.Join(at, ", "))}
+}
