@@ -189,15 +189,23 @@ func (m *Model) engine(e *formats.LLMEngine) {
 // PrefillUs is the time to prefill an n-token prompt alone: whole steps of the token budget
 // (chunked prefill, LLM engine digest §2) and the rest, in whole µs (estimators read it).
 func (m *Model) PrefillUs(n int) dataplane.Time {
+	return dataplane.Time(math.Round(m.PrefillTime(float64(n))))
+}
+
+// PrefillTime is PrefillUs unrounded, at a prompt of n tokens that may be fractional (a
+// mean or a quantile: the planners' closed forms read it, so they size the prefill the
+// engine runs).
+func (m *Model) PrefillTime(n float64) float64 {
 	t := 0.0
-	if m.Chunked && m.MaxBatched > 0 && n > m.MaxBatched {
-		t = float64(n/m.MaxBatched) * m.Prefill.At(m.MaxBatched)
-		n %= m.MaxBatched
+	if b := float64(m.MaxBatched); m.Chunked && b > 0 && n > b {
+		chunks := math.Floor(n / b)
+		t = chunks * m.Prefill.At(m.MaxBatched)
+		n -= chunks * b
 	}
 	if n > 0 {
-		t += m.Prefill.At(n)
+		t += formats.PWLEval(m.Prefill, n)
 	}
-	return dataplane.Time(math.Round(t))
+	return t
 }
 
 // StepUs is the time of one engine step computing tokens tokens, pre of them prompt (or

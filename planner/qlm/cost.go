@@ -127,8 +127,9 @@ func (m lifeModel) maxBatch(in, out float64) int {
 // dec is a decode step's time over b sequences, before their context term.
 func (m lifeModel) dec(b float64) float64 { return formats.PWLEval(m.eng.Decode, b) }
 
-// prefillUs is the prefill time of an in-token prompt.
-func (m lifeModel) prefillUs(in float64) float64 { return formats.PWLEval(m.eng.Prefill, in) }
+// prefillUs is the prefill time of an in-token prompt as the engine runs it (chunked at
+// its token budget: llm.Model.PrefillTime).
+func (m lifeModel) prefillUs(in float64) float64 { return m.eng.PrefillTime(in) }
 
 // lifeUs is the lifetime of a request of in prompt and out output tokens in a batch of b:
 // its out decode iterations plus the prefills of the b sequences turning over meanwhile.
