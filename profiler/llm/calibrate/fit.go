@@ -101,8 +101,8 @@ type Options struct {
 	Progress func(replays int)
 }
 
-// DefaultMaxReplays bounds a fit's replays: the search converges in about 210 on the
-// synthetic round trip (TestRoundTrip).
+// DefaultMaxReplays bounds a fit's replays: the search converges in 50 to 120 on the
+// synthetic round trips (TestRoundTrip, plan profile's TestCalibrateRuns).
 const DefaultMaxReplays = 400
 
 func (o Options) maxReplays() int {
@@ -152,7 +152,7 @@ const MinTrustedRequests = 8 * minGroup
 // MaxSearchRequests bounds the requests each of the search's replays runs (the first ones of
 // the run, by send order: a replay's requests are not changed by the ones sent after them,
 // unless they preempt): a replay costs time in proportion to its requests and the search
-// runs a few hundred. The before and after errors are the whole run's replays.
+// runs up to DefaultMaxReplays. The before and after errors are the whole run's replays.
 const MaxSearchRequests = 1000
 
 // nearBound is how close, relative to the end, a factor must come to its range's end for
@@ -166,9 +166,9 @@ const heldOutSlack = 0.5
 // Fit corrects p's iteration curves to the measured run b: it replays all of b's requests
 // (sim) for each candidate Factors — the later ones load the engine while the earlier ones
 // run, as they did — and minimises, over the first half of the requests (by index, a
-// deterministic split), the squared log-ratio of replayed to measured TTFT and mean
-// inter-token latency (TPOT), group by group (objective): relative errors, so short and long
-// requests weigh alike. The second half is held out: its errors, before and after, say
+// deterministic split), the squared log-ratio of replayed to measured mean TTFT over groups of
+// like prompt length and of each request's mean inter-token latency (TPOT) (objective):
+// relative errors, so short and long requests weigh alike. The second half is held out: its errors, before and after, say
 // whether the correction carries over to requests it was not fitted on. The search is
 // deterministic (search.go): the scales in [MinCalibrationScale, MaxCalibrationScale],
 // searched in log space, the overhead in [−half the smallest scaled point,

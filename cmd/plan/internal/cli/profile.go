@@ -122,8 +122,9 @@ Each search replay runs a run's first 1,000 requests at most; a run holds at mos
 requests and 256 MiB. A request with an error recorded is left out and counted; one without
 must have output tokens, at most output tokens - 1 itls and finite times >= 0 (exit 2
 naming the request and field). The fit warns by name — few-requests (under 64),
-near-bound (a factor within 10% of its range's end), negative-overhead, held-out-worse,
-kv-mismatch (preemptions in the replay the measured streams do not show, or the reverse),
+near-bound (a factor within 10% of its range's end), negative-overhead, overhead-held
+(the runs' decode steps span too little to tell the decode scale from a per-step overhead:
+the overhead is held at 0), held-out-worse, kv-mismatch (preemptions in the replay the measured streams do not show, or the reverse),
 unfinished — and --strict makes any warning exit 2 with nothing written.
 --vllm-log FILE reads a vLLM server's start-up log — its version, its non-default args
 (tensor_parallel_size, max_num_seqs, max_num_batched_tokens, max_model_len, block_size,
@@ -218,7 +219,7 @@ func newProfileCmd(app *App) *cobra.Command {
 	f.StringVar(&o.precision, "precision", "", "roofline arithmetic: fp32, tf32 or fp16 (default: TF32 where the GPU has it, else FP32, as PPipe's TensorRT builds; only the default is calibrated)")
 	f.StringArrayVar(&o.calibrate, "calibrate", nil, "fit one LLM profile (--profile FILE [--model M], or --llm MODEL --gpu GPU [--tp N]) to a measured run: vllm bench serve --save-result --save-detailed JSON (repeatable, or a directory of them: one joint fit, each run's held-out error reported)")
 	f.StringVar(&o.vllmLog, "vllm-log", "", "a vLLM server's start-up log: its version, non-default args (tensor_parallel_size, max_num_seqs, max_num_batched_tokens, max_model_len, block_size, gpu_memory_utilization, enable_prefix_caching, kv_cache_dtype, quantization, enable_expert_parallel) and KV capacity (V1's \"GPU KV cache size: N tokens\", V0's \"# GPU blocks: N\") fill what the flags leave unset, on every LLM path but --calibrate --profile")
-	f.BoolVar(&o.strict, "strict", false, "with --calibrate: exit 2, writing nothing, when the fit has any warning (few-requests, near-bound, negative-overhead, held-out-worse, kv-mismatch, unfinished)")
+	f.BoolVar(&o.strict, "strict", false, "with --calibrate: exit 2, writing nothing, when the fit has any warning (few-requests, near-bound, negative-overhead, overhead-held, held-out-worse, kv-mismatch, unfinished)")
 	f.StringVar(&o.profile, "profile", "", "with --calibrate: the LLM profile file to calibrate")
 	f.StringVar(&o.model, "model", "", "with --calibrate --profile: its LLM entry, MODEL, MODEL@GPU or MODEL@NxGPU (default: its only one)")
 	f.Int64Var(&o.seed, "seed", profiler.DemoSeed, "seed for the roofline tie-breaking noise and measured input data (with --calibrate: for arrivals regenerated from request_rate)")
