@@ -8,7 +8,9 @@ package predict
 // re-solves at it.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -109,6 +111,12 @@ func attempt(ctx context.Context, pl planner.Planner, in planner.Inputs, setting
 		}
 		if err := unscaleEmbedded(p, k, plan.Provenance.Embedded); err != nil {
 			return nil, nil, err
+		}
+		if limit > 0 {
+			// The plan records the --time-limit the command was given, not the share of it
+			// left for this re-solve (a wall-clock reading): the same inputs write the same
+			// bytes, and `plan check --resolve` re-solves under the user's limit.
+			p.Provenance.Options = recordedTimeLimit(p.Provenance.Options, settings.TimeLimit)
 		}
 		status(fmt.Sprintf("predicting the plan solved for %.3g× the rates", k))
 		started, spr, err := predict(p)
@@ -252,4 +260,19 @@ func withSpotShare(plan *formats.Plan) *formats.Plan {
 	emb.Cluster = &cl
 	c.Provenance.Embedded = &emb
 	return &c
+}
+
+// recordedTimeLimit returns options with its time_limit (if it has one, as a duration
+// string) set to limit, every other byte as it was.
+func recordedTimeLimit(options json.RawMessage, limit time.Duration) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(options, &m) != nil {
+		return options
+	}
+	v, ok := m["time_limit"]
+	if !ok || len(v) == 0 || v[0] != '"' {
+		return options
+	}
+	want, _ := json.Marshal(limit.String())
+	return bytes.Replace(options, append([]byte(`"time_limit":`), v...), append([]byte(`"time_limit":`), want...), 1)
 }

@@ -2,6 +2,7 @@ package predict
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,19 @@ func TestBudgetContextDeadline(t *testing.T) {
 	}
 	if got, ok := newBudget(context.Background(), 0, c.now).share(4); !ok || got != 0 {
 		t.Errorf("share without a limit: %v, %v; want 0 (the caller's)", got, ok)
+	}
+}
+
+// TestRecordedTimeLimit: a re-solved plan records the command's --time-limit, not the
+// share of it its re-solve had, and every other byte of its options as they were.
+func TestRecordedTimeLimit(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"max_batch":16,"time_limit":"19.891200657s","gap":0.001}`, `{"max_batch":16,"time_limit":"1m0s","gap":0.001}`},
+		{`{"max_batch":16}`, `{"max_batch":16}`},
+		{`not json`, `not json`},
+	} {
+		if got := string(recordedTimeLimit(json.RawMessage(tc.in), time.Minute)); got != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.in, got, tc.want)
+		}
 	}
 }
