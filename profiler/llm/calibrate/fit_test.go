@@ -93,3 +93,35 @@ func TestHoldOverhead(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchedFit: a search that replays only a run's first n requests fits those of them
+// that finished, as measured, before the first one left out was sent (later ones would have
+// shared their steps), and at least minFit; a search that replays the whole run fits all.
+func TestSearchedFit(t *testing.T) {
+	// Request i is sent at i s and lasts e2e[i] s.
+	mk := func(e2e ...float64) []Request {
+		reqs := make([]Request, len(e2e))
+		for i, e := range e2e {
+			reqs[i] = Request{Arrival: float64(i), E2E: e}
+		}
+		return reqs
+	}
+	for _, c := range []struct {
+		name string
+		reqs []Request
+		n    int
+		want int
+	}{
+		{"whole run", mk(5, 5, 5, 5), 4, 4},
+		{"all done before the cut", mk(0.5, 0.5, 0.5, 0.5, 0.5, 0.5), 4, 4},
+		{"the last still running", mk(0.5, 0.5, 0.5, 1.5, 0.5, 0.5), 4, 3},
+		{"an early one still running", mk(0.5, 4.5, 0.5, 0.5, 0.5, 0.5), 4, minFit},
+		{"done at the cut", mk(4, 0.5, 0.5, 0.5, 0.5), 4, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := searchedFit(c.reqs, c.n); got != c.want {
+				t.Errorf("searchedFit(n=%d) = %d, want %d", c.n, got, c.want)
+			}
+		})
+	}
+}
