@@ -3,6 +3,7 @@ package formats
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -106,6 +107,12 @@ type AppPrediction struct {
 	// ttft_percentile, tpot_percentile): the share of requests that met it (absent for
 	// other applications).
 	SLOs []PredictedSLO `json:"slos,omitempty"`
+	// ExpectedError is an LLM class's expected-error band on the simulated means: how far
+	// the real TTFT, TPOT and E2E means are expected to lie from the prediction's, from the
+	// step model's errors on real runs it was not fitted on in the regime of the profile(s)
+	// serving the class's model (the widest where several GPUs serve it). Absent for other
+	// applications, and in plans written before it was recorded.
+	ExpectedError *ExpectedError `json:"expected_error,omitempty"`
 	// Runs are the runs at load 1 the verdict is taken on: the first (the one Attainment,
 	// the counts, the percentiles and SLOs summarise) and its replications with other
 	// arrival seeds.
@@ -118,6 +125,63 @@ type AppPrediction struct {
 	// application meets its target, and every lower load tried too, in the first run and in
 	// each replication at that load: what a user (and an autoscaler) can size by.
 	SustainedRPS float64 `json:"sustained_rps"`
+}
+
+// ErrorBand is where a real value is expected, in percent of the prediction: between
+// prediction × (1 + LowerPct/100) and prediction × (1 + UpperPct/100); LowerPct ≤ 0 ≤
+// UpperPct, asymmetric where the model is biased.
+type ErrorBand struct {
+	LowerPct float64 `json:"lower_pct"`
+	UpperPct float64 `json:"upper_pct"`
+}
+
+// String is the band as text: "−a/+b%".
+func (b ErrorBand) String() string {
+	return fmt.Sprintf("−%.0f/+%.0f%%", math.Max(-b.LowerPct, 0), math.Max(b.UpperPct, 0))
+}
+
+// ExpectedError is an LLM class's expected-error bands on the means of its end-to-end
+// latency, time to first token and time per output token (the decode step), and where they
+// come from (the validation set's held-out errors in the profile's regime, or a
+// calibration's held-out requests). They hold below saturation.
+type ExpectedError struct {
+	E2EMean  ErrorBand `json:"e2e_mean"`
+	TTFTMean ErrorBand `json:"ttft_mean"`
+	TPOTMean ErrorBand `json:"tpot_mean"`
+	Basis    string    `json:"basis"`
+}
+
+// Widest is the band covering both e and o: the lower of their lower bounds and the higher
+// of their upper bounds on each mean, with both bases where they differ. A class served on
+// several GPUs is expected within the widest of their bands.
+func (e ExpectedError) Widest(o ExpectedError) ExpectedError {
+	w := func(a, b ErrorBand) ErrorBand {
+		return ErrorBand{LowerPct: math.Min(a.LowerPct, b.LowerPct), UpperPct: math.Max(a.UpperPct, b.UpperPct)}
+	}
+	out := ExpectedError{E2EMean: w(e.E2EMean, o.E2EMean), TTFTMean: w(e.TTFTMean, o.TTFTMean), TPOTMean: w(e.TPOTMean, o.TPOTMean), Basis: e.Basis}
+	if o.Basis != e.Basis && !slices.Contains(strings.Split(e.Basis, "; "), o.Basis) {
+		out.Basis = e.Basis + "; " + o.Basis
+	}
+	return out
+}
+
+// validate checks the bands: finite, each with lower ≤ 0 ≤ upper, and a basis.
+func (e *ExpectedError) validate(v *validator, p string) {
+	for _, b := range []struct {
+		name string
+		band ErrorBand
+	}{{"e2e_mean", e.E2EMean}, {"ttft_mean", e.TTFTMean}, {"tpot_mean", e.TPOTMean}} {
+		q := field(p, b.name)
+		if !finite(b.band.LowerPct) || b.band.LowerPct > 0 {
+			v.add(field(q, "lower_pct"), b.band.LowerPct, "must be a finite number <= 0")
+		}
+		if !finite(b.band.UpperPct) || b.band.UpperPct < 0 {
+			v.add(field(q, "upper_pct"), b.band.UpperPct, "must be a finite number >= 0")
+		}
+	}
+	if strings.TrimSpace(e.Basis) == "" {
+		v.add(field(p, "basis"), e.Basis, "must say where the bands come from")
+	}
 }
 
 // PredictedSLO is one SLO of an LLM class judged at its percentile.
@@ -191,6 +255,9 @@ func (pr *Prediction) validate(v *validator, p string) {
 			if c.Meets != (c.Share >= c.Percentile) {
 				v.add(field(r, "meets"), c.Meets, "must say whether share %g >= percentile %g", c.Share, c.Percentile)
 			}
+		}
+		if a.ExpectedError != nil {
+			a.ExpectedError.validate(v, field(q, "expected_error"))
 		}
 		validateRuns(v, q, &a)
 		if want := AppMeets(&a); a.Meets != want {

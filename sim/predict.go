@@ -243,6 +243,9 @@ func (p *Prediction) assemble(ctx context.Context, points []Point) (*formats.Pre
 			ttft, tpot := usToMs(a.LLM.TTFT.P99Us), usToMs(a.LLM.TPOT.P99Us)
 			ap.TTFTP99Ms, ap.TPOTP99Ms = &ttft, &tpot
 		}
+		if i < len(j.llm) && j.llm[i].Model != "" {
+			ap.ExpectedError = expectedError(p.in.Plan, p.in.Dep, j.llm[i].Model)
+		}
 		first, slos := j.run(at1, i, p.in.Seed)
 		ap.SLOs = slos
 		ap.Runs = append(ap.Runs, first)

@@ -292,6 +292,9 @@ func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, p
 		if b := predict.BindingPhrase(a); b != "" {
 			val, lim, _ = predict.Binding(a)
 			line = fmt.Sprintf("%s at %.4g req/s (%s); holds its SLOs up to %.4g req/s", b, a.RateRPS, basis, a.SustainedRPS)
+			if e := predict.ExpectedErrorPhrase(a); e != "" {
+				line += "; " + e
+			}
 		}
 		if !a.Meets && a.Attainment >= a.Target && predict.BindingPhrase(a) == "" {
 			line += "; below the target in a replication with other arrivals"

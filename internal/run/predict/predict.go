@@ -134,6 +134,9 @@ func Line(pr *formats.Prediction) string {
 		hr += "; " + sb
 	}
 	if b := BindingPhrase(a); b != "" {
+		if e := ExpectedErrorPhrase(a); e != "" {
+			b += " (" + e + ")"
+		}
 		return fmt.Sprintf("predicted (simulated %s s%s at its own rates, seed %d): %s; closest %s; %s",
 			fmtSecsShort(pr.DurationS), arrivals, pr.Seed, verdict, b, hr)
 	}
@@ -217,4 +220,15 @@ func BindingPhrase(a formats.AppPrediction) string {
 		return ""
 	}
 	return fmt.Sprintf("%s: %s met by %.2f%% (p%g needed)", a.Name, what, 100*share, 100*target)
+}
+
+// ExpectedErrorPhrase is an LLM class's expected-error band on the simulated means, for
+// summaries ("means expected within ttft −12/+30%, tpot −5/+8%, e2e −9/+20%"), or "" where
+// the prediction records none (other applications, plans written before it was recorded).
+func ExpectedErrorPhrase(a formats.AppPrediction) string {
+	e := a.ExpectedError
+	if e == nil {
+		return ""
+	}
+	return fmt.Sprintf("means expected within ttft %s, tpot %s, e2e %s", e.TTFTMean, e.TPOTMean, e.E2EMean)
 }
