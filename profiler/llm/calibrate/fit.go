@@ -598,8 +598,6 @@ func (o *objective) residuals(t []Timing) []float64 {
 	return out
 }
 
-func sq(x float64) float64 { return x * x }
-
 // logRatio is ln(sim/meas), both floored at a µs (an engine's clock tick).
 func logRatio(sim, meas float64) float64 { return math.Log(max(sim, 1e-6) / max(meas, 1e-6)) }
 
