@@ -44,6 +44,7 @@ type Options struct {
 	Cases int
 	// Authors runs the corpus of the authors' own set-up (gen.Authors: three-model groups
 	// on 25 + 75 GPUs, SLO 5× the L4 latency, their flags) instead of the general one.
+	// The regression cases (gen.Regressions) run after either.
 	Authors bool
 	// TimeLimit is each solve's --time-limit.
 	TimeLimit time.Duration
@@ -93,11 +94,14 @@ func (o *Outcome) Broken() bool {
 
 // Report is the whole run.
 type Report struct {
-	Seed    uint64 `json:"seed"`
-	Cases   int    `json:"cases"`
-	Written int    `json:"written"`
-	Refused int    `json:"refused"`
-	Exit1   int    `json:"exit1"`
+	Seed uint64 `json:"seed"`
+	// Cases counts every case run: the generated ones, then the Regressions fixed cases
+	// that once broke the property (gen.Regressions), last in Outcomes.
+	Cases       int `json:"cases"`
+	Regressions int `json:"regressions"`
+	Written     int `json:"written"`
+	Refused     int `json:"refused"`
+	Exit1       int `json:"exit1"`
 	// NoPlanInTime counts the solves that ended at the time limit without any plan.
 	NoPlanInTime int `json:"no_plan_in_time"`
 	Panics       int `json:"panics"`
@@ -132,25 +136,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.TimeLimit <= 0 {
 		return nil, fmt.Errorf("--time-limit: %s: must be > 0", o.TimeLimit)
 	}
-	outs := make([]Outcome, o.Cases)
+	cases, regs := Cases(o)
+	outs := make([]Outcome, len(cases))
 	done := 0
-	_, err := sim.Parallel(ctx, o.Cases, o.Parallel, func(i int) error {
-		c := gen.Generate(o.Seed, o.First+i)
-		if o.Authors {
-			c = gen.Authors(o.Seed, o.First+i)
-		}
-		outs[i] = runCase(ctx, o, c)
+	_, err := sim.Parallel(ctx, len(cases), o.Parallel, func(i int) error {
+		outs[i] = runCase(ctx, o, cases[i])
 		return nil
 	}, func(i, finished int, _ error) {
 		done = finished
 		if o.Progress != nil {
-			o.Progress(done, o.Cases, &outs[i])
+			o.Progress(done, len(cases), &outs[i])
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Seed: o.Seed, Cases: o.Cases, Reasons: map[string]int{}, Outcomes: outs}
+	rep := &Report{Seed: o.Seed, Cases: len(cases), Regressions: regs, Reasons: map[string]int{}, Outcomes: outs}
 	for i := range outs {
 		x := &outs[i]
 		if x.SolveSeconds > 1.02*o.TimeLimit.Seconds() {
@@ -174,6 +175,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// Cases are the cases a run solves, in order: o.Cases generated from o.First on (the
+// authors' set-up's with o.Authors), then the regression cases, whose inputs once made
+// solve write a plan contradicting itself (every run holds every change to them); regs is
+// how many of them there are.
+func Cases(o Options) (cases []gen.Case, regs int) {
+	for i := range o.Cases {
+		c := gen.Generate(o.Seed, o.First+i)
+		if o.Authors {
+			c = gen.Authors(o.Seed, o.First+i)
+		}
+		cases = append(cases, c)
+	}
+	r := gen.Regressions()
+	return append(cases, r...), len(r)
 }
 
 // runCase writes the case's files, solves and checks; a panic anywhere is caught and

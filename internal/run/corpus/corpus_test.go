@@ -2,12 +2,15 @@ package corpus
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/plan-dev/plan/internal/systems"
+	gen "github.com/plan-dev/plan/planner/ppipe/corpus"
 )
 
 // TestCorpusQuick is CI's slice of the generated corpus (plan bench ppipe-corpus runs 500):
@@ -80,5 +83,64 @@ func TestReason(t *testing.T) {
 	b := reason("model m2: slo 1e+03ms: every pipeline that meets the SLO needs more GPUs than the cluster has left for it")
 	if a != b || a != "model mN: slo Nms: every pipeline that meets the SLO needs more GPUs than the cluster has left for it" {
 		t.Fatalf("reasons %q and %q", a, b)
+	}
+}
+
+// TestCases: a run's cases are the generated ones it asks for (the authors' set-up's with
+// Authors), then every regression case, once.
+func TestCases(t *testing.T) {
+	regs := gen.Regressions()
+	if len(regs) == 0 {
+		t.Fatal("no regression cases: nothing to hold a run to")
+	}
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want []string
+	}{
+		{"general", Options{Seed: 1, First: 3, Cases: 2}, []string{gen.Generate(1, 3).Name, gen.Generate(1, 4).Name}},
+		{"authors", Options{Seed: 7, Cases: 1, Authors: true}, []string{gen.Authors(7, 0).Name}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cases, n := Cases(tc.o)
+			if n != len(regs) {
+				t.Fatalf("%d regression cases, want %d", n, len(regs))
+			}
+			want := tc.want
+			for _, r := range regs {
+				want = append(want, r.Name)
+			}
+			var got []string
+			for _, c := range cases {
+				got = append(got, c.Name)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("cases %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestRegressionCases: each regression case, solved and checked as a run does, holds the
+// property it once broke (its plan is written and passes check, or it is refused with a
+// reason).
+func TestRegressionCases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("solves and simulates: not in -short")
+	}
+	o := Options{Systems: systems.Default(), TimeLimit: 3 * time.Second, Dir: t.TempDir()}
+	for _, c := range gen.Regressions() {
+		t.Run(c.Name, func(t *testing.T) {
+			out := runCase(context.Background(), o, c)
+			check := "none (no plan written)"
+			if out.CheckExit != nil {
+				check = fmt.Sprintf("exit %d", *out.CheckExit)
+			}
+			t.Logf("%s: solve exit %d %.1fs %s; check %s; served/target %v", c.Name, out.SolveExit, out.SolveSeconds, out.SolveErr, check, out.Sustained)
+			if out.Broken() {
+				t.Fatalf("%s breaks the property:\n  %s\n  (%s)\n  solve exit %d: %s\n  check: %v %s %v\n  panic: %s",
+					c.Name, c.Describe, out.Command, out.SolveExit, out.SolveErr, out.CheckExit, out.CheckErr, out.Failed, out.Panic)
+			}
+		})
 	}
 }

@@ -25,6 +25,7 @@ type benchCorpusOptions struct {
 	timeLimit time.Duration
 	parallel  int
 	quick     bool
+	authors   bool
 	report    string
 }
 
@@ -39,12 +40,17 @@ func newBenchCorpusCmd(app *App) *cobra.Command {
 10-60 blocks, batches 1-8 and vGPU levels 1-4 with P4 whole only, two GPU types at 25/75 or
 50/50 of 100, 6-10 Gbps, SLO 3-8x the base latency, one to three weighted models, and every
 strategy, rounding, replicas, batch-allowance and fill-surplus setting), solves each as plan
-solve does and checks every written plan as plan check does. It prints how many cases wrote
+solve does and checks every written plan as plan check does. --authors generates the PPipe
+authors' own set-up instead (PPipe §7.1 and their artifact: three-model groups on 25
+high-class + 75 low-class GPUs, SLO 5x the L4 latency, --rounding stage --replicas -1
+--batch-allowance --fill-surplus=false). Either way the regression cases (fixed inputs that
+once made solve write a plan contradicting itself) run last. It prints how many cases wrote
 a plan, were refused (exit 2, by reason), exited 1, panicked or wrote a plan check fails,
 and the reproducing command of each broken case; it exits 1 when any case is broken.
 --report DIR keeps every case's inputs and plan, and writes report.json.`,
 		Example: `  plan bench ppipe-corpus --quick
-  plan bench ppipe-corpus --cases 500 --time-limit 5s --report corpus-out`,
+  plan bench ppipe-corpus --cases 500 --time-limit 5s --report corpus-out
+  plan bench ppipe-corpus --authors --cases 50 --time-limit 3s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchCorpus(cmd, app, o) },
 	}
@@ -55,6 +61,7 @@ and the reproducing command of each broken case; it exits 1 when any case is bro
 	f.DurationVar(&o.timeLimit, "time-limit", 5*time.Second, "each solve's --time-limit")
 	f.IntVar(&o.parallel, "parallel", 0, "cases run at once (0: one per CPU)")
 	f.BoolVar(&o.quick, "quick", false, "20 cases at a 2s time limit")
+	f.BoolVar(&o.authors, "authors", false, "the PPipe authors' set-up: three-model groups on 25+75 GPUs, SLO 5x the L4 latency, their planner flags")
 	f.StringVar(&o.report, "report", "", "keep every case's files and plan in DIR, with report.json")
 	return cmd
 }
@@ -88,7 +95,7 @@ func runBenchCorpus(cmd *cobra.Command, app *App, o *benchCorpusOptions) error {
 	task := progressline.NewStatus(app.Err, app.Quiet, "bench ppipe-corpus")
 	start := time.Now()
 	rep, err := corpus.Run(cmd.Context(), corpus.Options{Systems: app.Systems, Seed: o.seed, First: o.first, Cases: o.cases,
-		TimeLimit: o.timeLimit, Dir: dir, Parallel: o.parallel,
+		Authors: o.authors, TimeLimit: o.timeLimit, Dir: dir, Parallel: o.parallel,
 		Progress: func(done, total int, _ *corpus.Outcome) { task.Note(fmt.Sprintf("%d/%d cases", done, total)) }})
 	task.Clear()
 	if err != nil {
@@ -144,7 +151,11 @@ func runBenchCorpus(cmd *cobra.Command, app *App, o *benchCorpusOptions) error {
 			fmt.Fprintf(app.Out, "sustained_rps / stated rate over %d models: min %.3f, p10 %.3f, median %.3f, p90 %.3f; %.1f%% at >= 0.95\n",
 				len(xs), xs[0], q(10), q(50), q(90), 100*float64(len(xs)-sort.SearchFloat64s(xs, 0.95))/float64(len(xs)))
 		}
-		fmt.Fprintf(app.Out, "seed %d, cases %d–%d, time limit %s, %.0f s\n", o.seed, o.first, o.first+o.cases-1, o.timeLimit, time.Since(start).Seconds())
+		corpusName := "cases"
+		if o.authors {
+			corpusName = "the authors' set-up's cases"
+		}
+		fmt.Fprintf(app.Out, "seed %d, %s %d–%d and %d regression case(s), time limit %s, %.0f s\n", o.seed, corpusName, o.first, o.first+o.cases-1, rep.Regressions, o.timeLimit, time.Since(start).Seconds())
 	}
 	if n := rep.Broken(); n > 0 {
 		return run.CheckFailed(fmt.Errorf("bench ppipe-corpus: %d of %d cases broken", n, rep.Cases))
