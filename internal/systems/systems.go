@@ -17,20 +17,25 @@ import (
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems/cascadesys"
 	"github.com/plan-dev/plan/internal/systems/dyorcsys"
+	"github.com/plan-dev/plan/internal/systems/dyorcsys/dyorcsim"
 	"github.com/plan-dev/plan/internal/systems/pardsys"
 	"github.com/plan-dev/plan/internal/systems/ppipesys"
 	"github.com/plan-dev/plan/internal/systems/qlmsys"
 	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/sim"
 )
 
-// InTree lists the built-in systems.
+// InTree lists the built-in systems, each handed its dependencies at construction (as
+// kube-scheduler's framework handle): the planners that size plans by simulation (QLM, DyOrc)
+// get the simulator here, the one place planner and simulator meet (DESIGN.md's layering),
+// never through package state.
 func InTree() []system.System {
 	return []system.System{
 		ppipesys.System(),
 		pardsys.System(),
-		dyorcsys.System(),
+		dyorcsys.System(dyorcsys.Deps{Sim: dyorcsim.PredictAtRates}),
 		cascadesys.System(),
-		qlmsys.System(),
+		qlmsys.System(qlmsys.Deps{Sim: sim.PoissonPoint}),
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/systems/qlmsys"
 	pq "github.com/plan-dev/plan/planner/qlm"
+	"github.com/plan-dev/plan/sim"
 )
 
 // qlmFixture is testdata/autopilot/qlm-plan.json: QLM's placement of two Mistral-7B classes
@@ -31,7 +32,7 @@ func qlmFixture(t *testing.T) *formats.Plan {
 }
 
 func qlmResolve(ctx context.Context, p *formats.Plan) (*formats.Plan, error) {
-	return qlmsys.Checker{}.Resolve(ctx, p, 0)
+	return qlmsys.Checker{Sim: sim.PoissonPoint}.Resolve(ctx, p, 0)
 }
 
 func qlmDeploy(p *formats.Plan) (*dataplane.Deployment, error) { return dq.FromPlan(p) }

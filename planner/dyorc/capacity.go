@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sync"
 
 	"github.com/plan-dev/plan/dataplane"
 	dp "github.com/plan-dev/plan/dataplane/dyorc"
@@ -77,46 +76,27 @@ const (
 // app's target at its embedded workload's rates under its policy: `plan solve`'s prediction
 // at the plan's rates (sim.Predict with RatesOnly: PredictionSeed and its replications over
 // the prediction's span), the verdict a solved plan is judged by. Planner and sim never
-// import each other (DESIGN.md), so the registry hands it in (internal/systems/dyorcsys:
-// SetSimulator, with dyorcsim.PredictAtRates).
+// import each other (DESIGN.md), so the registry hands it to each call (Options.Sim,
+// Capacity's sim; internal/systems/dyorcsys passes dyorcsim.PredictAtRates): no package
+// state.
 type Simulator func(ctx context.Context, p *formats.Plan, dep *dataplane.Deployment, policies *dataplane.Registry, policy string) (bool, error)
-
-var (
-	simMu    sync.RWMutex
-	simulate Simulator
-)
-
-// SetSimulator installs the simulator capacities are searched with (nil: the fitted
-// formula alone).
-func SetSimulator(f Simulator) {
-	simMu.Lock()
-	defer simMu.Unlock()
-	simulate = f
-}
-
-func simulator() Simulator {
-	simMu.RLock()
-	defer simMu.RUnlock()
-	return simulate
-}
 
 // Capacity is the most requests per second each application of a DyOrc plan serves within
 // its SLO at the plan's application mix (the autopilot's capacity model, keyed by app name):
 // the workload's rates (DefaultRate for an app without one) times the highest factor at
 // which the plan meets every app's target in simulation (Simulator), 0 for every app when it
 // misses even at a trickle (1/36 of the estimate). More GPUs carry more: the capacity
-// grows with the cluster the placement was solved for. Without a simulator it is the fitted
-// formula (estimate).
-func Capacity(p *formats.Plan) (map[string]float64, error) {
-	return capacity(context.Background(), p)
+// grows with the cluster the placement was solved for. Without a simulator (sim nil) it is
+// the fitted formula (estimate).
+func Capacity(p *formats.Plan, sim Simulator) (map[string]float64, error) {
+	return capacity(context.Background(), sim, p)
 }
 
-func capacity(ctx context.Context, p *formats.Plan) (map[string]float64, error) {
+func capacity(ctx context.Context, sim Simulator, p *formats.Plan) (map[string]float64, error) {
 	est, w, err := estimate(p)
 	if err != nil {
 		return nil, err
 	}
-	sim := simulator()
 	if sim == nil {
 		return est, nil
 	}

@@ -12,17 +12,8 @@ import (
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
-	"github.com/plan-dev/plan/internal/systems/dyorcsys/dyorcsim"
 	"github.com/plan-dev/plan/sim"
 )
-
-// withoutSimulator runs f with no simulator installed (the fitted formula alone).
-func withoutSimulator(t *testing.T, f func()) {
-	t.Helper()
-	SetSimulator(nil)
-	defer SetSimulator(dyorcsim.PredictAtRates)
-	f()
-}
 
 // TestCapacity: the capacity of testdata/dyorc/small.json's plan grows with the GPUs its
 // placement is solved on and keeps the workload's mix; without a simulator it is the fitted
@@ -49,7 +40,7 @@ func TestCapacity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := Capacity(p)
+		c, err := Capacity(p, testSim)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,8 +52,8 @@ func TestCapacity(t *testing.T) {
 			t.Errorf("%d GPUs: capacity %v leaves the workload's mix %g:%g", gpus, c, gillRate, imageRate)
 		}
 		prev = c["gill"]
-		withoutSimulator(t, func() {
-			c, err := Capacity(p)
+		{ // no simulator: the fitted formula alone
+			c, err := Capacity(p, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +61,7 @@ func TestCapacity(t *testing.T) {
 			if math.Abs(c["gill"]-want) > 1e-9 || math.Abs(c["image"]-imageRate/gillRate*want) > 1e-9 {
 				t.Errorf("%d GPUs, fitted formula: capacity %v, want the pooled gill %.4f and image %.4f", gpus, c, want, imageRate/gillRate*want)
 			}
-		})
+		}
 	}
 	// One GPU holds every service, 15 more hold llm7b alone: by the fitted formula sd15's
 	// single replica bounds gill (U·1/load of sd15), cap's bounds image.
@@ -80,8 +71,8 @@ func TestCapacity(t *testing.T) {
 		place = append(place, dyorcsec.GPUServices{GPU: g, Services: []string{"llm7b"}})
 	}
 	one := dyorcsec.SetPlan(&formats.Plan{Cluster: base, Provenance: formats.Provenance{Embedded: &formats.EmbeddedInputs{Workload: wl}}}, &dyorcsec.DyOrcPlan{Placement: place})
-	withoutSimulator(t, func() {
-		c, err := Capacity(one)
+	{ // no simulator: the fitted formula alone
+		c, err := Capacity(one, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +83,7 @@ func TestCapacity(t *testing.T) {
 		if want := imageRate * CapacityUtilization / l[w.SvcIndex["cap"]]; math.Abs(c["image"]-want) > 1e-9 {
 			t.Errorf("one cap replica: image capacity %.4f, want %.4f", c["image"], want)
 		}
-	})
+	}
 	cases := []struct {
 		name string
 		p    *formats.Plan
@@ -105,7 +96,7 @@ func TestCapacity(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := Capacity(tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := Capacity(tc.p, testSim); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want %q", err, tc.want)
 			}
 		})
@@ -166,7 +157,7 @@ func TestCapacityAgreesWithSimulation(t *testing.T) {
 				t.Fatal(err)
 			}
 			began := time.Now()
-			c, err := Capacity(p)
+			c, err := Capacity(p, testSim)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -84,7 +84,7 @@ func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, r
 			if dyorcsec.PlanOf(plan).Params["expected_max_gpu_load"] > CostUtilization+absTol {
 				continue
 			}
-			ok, err := holdsRates(ctx, plan)
+			ok, err := holdsRates(ctx, o.Sim, plan)
 			if err != nil {
 				return nil, err
 			}

@@ -31,7 +31,7 @@ func readInputs(t *testing.T, workload, cluster string) (*formats.Workload, *for
 // optimal would need the gap closed.
 func TestSolveCostBound(t *testing.T) {
 	wl, cl := readInputs(t, "dyorc/small.json", "cost/cluster-dyorc.yaml")
-	p, err := SolveCost(context.Background(), wl, cl, nil, Options{Deterministic: true})
+	p, err := SolveCost(context.Background(), wl, cl, nil, Options{Deterministic: true, Sim: testSim})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,17 +16,17 @@ import (
 // holdsRates reports whether plan p serves every app's workload rate within its SLO: by
 // the simulator, the prediction `plan solve` judges the plan by, at the workload's rates
 // (Simulator); without one, by the fitted formula (estimate). An error is the simulator's.
-func holdsRates(ctx context.Context, p *formats.Plan) (bool, error) {
-	if sim := simulator(); sim != nil {
+func holdsRates(ctx context.Context, sim Simulator, p *formats.Plan) (bool, error) {
+	if sim != nil {
 		return meetsAt(ctx, sim, p, 1)
 	}
-	r, err := worstShare(ctx, p)
+	r, err := worstShare(ctx, sim, p)
 	return r >= 1, err
 }
 
 // worstShare is the lowest ratio over p's apps of the capacity (Capacity) to the app's rate.
-func worstShare(ctx context.Context, p *formats.Plan) (float64, error) {
-	caps, err := capacity(ctx, p)
+func worstShare(ctx context.Context, sim Simulator, p *formats.Plan) (float64, error) {
+	caps, err := capacity(ctx, sim, p)
 	if err != nil {
 		return 0, err
 	}
@@ -83,7 +83,7 @@ func SolveMinGPUs(ctx context.Context, wl *formats.Workload, cl *formats.Cluster
 			return nil, err
 		}
 		last = plan
-		ok, err := holdsRates(ctx, plan)
+		ok, err := holdsRates(ctx, o.Sim, plan)
 		if err != nil {
 			return nil, err
 		}
@@ -111,7 +111,7 @@ func SolveMinGPUs(ctx context.Context, wl *formats.Workload, cl *formats.Cluster
 	worst := 0.0
 	if last != nil {
 		var err error
-		if worst, err = worstShare(ctx, last); err != nil {
+		if worst, err = worstShare(ctx, o.Sim, last); err != nil {
 			return nil, err
 		}
 	}

@@ -2,5 +2,6 @@ package dyorc
 
 import "github.com/plan-dev/plan/internal/systems/dyorcsys/dyorcsim"
 
-// The tests size plans by the simulator the registry installs (internal/systems/dyorcsys).
-func init() { SetSimulator(dyorcsim.PredictAtRates) }
+// testSim is the simulator the registry hands the planner (internal/systems/dyorcsys): the
+// tests size plans by the same one, passed as a dependency of each call.
+var testSim Simulator = dyorcsim.PredictAtRates

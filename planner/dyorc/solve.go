@@ -36,6 +36,9 @@ type Options struct {
 	// Progress, if set, receives the placement MILP's progress (from the solving goroutine):
 	// `plan solve` prints incumbent and bound lines on a terminal as it does for PPipe.
 	Progress func(planner.Progress)
+	// Sim is the simulator SolveMinGPUs and SolveCost check a plan's rates with (nil: the
+	// fitted formula alone, estimate).
+	Sim Simulator
 }
 
 // Flags are DyOrc's `plan solve` options as a plan records them in provenance.options, read

@@ -50,7 +50,7 @@ func TestSolveVerifyCompareResolve(t *testing.T) {
 					t.Fatalf("self comparison failed: %s", c.Line)
 				}
 			}
-			re, err := Resolve(context.Background(), p, 20*time.Second)
+			re, err := Resolve(context.Background(), p, 20*time.Second, testSim)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +103,7 @@ func TestResolveRecordedLimit(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := Resolve(ctx, p, 0); err != nil {
+	if _, err := Resolve(ctx, p, 0, testSim); err != nil {
 		t.Fatalf("re-solve under the recorded limit: %v", err)
 	}
 }
@@ -120,7 +120,7 @@ func TestSolveMinGPUs(t *testing.T) {
 		c := *cl
 		c.GPUs = append([]formats.GPUPool(nil), cl.GPUs...)
 		c.GPUs[0].Count = tc.gpus
-		p, err := SolveMinGPUs(context.Background(), wl, &c, nil, Options{Deterministic: true})
+		p, err := SolveMinGPUs(context.Background(), wl, &c, nil, Options{Deterministic: true, Sim: testSim})
 		if tc.err != "" {
 			if !errors.Is(err, planner.ErrInput) || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%d GPUs: %v, want an input error with %q", tc.gpus, err, tc.err)
@@ -133,7 +133,7 @@ func TestSolveMinGPUs(t *testing.T) {
 		if got := len(dyorcsec.PlanOf(p).Placement); got != tc.want {
 			t.Errorf("%d GPUs: placed on %d, want %d", tc.gpus, got, tc.want)
 		}
-		if ok, err := holdsRates(context.Background(), p); err != nil || !ok {
+		if ok, err := holdsRates(context.Background(), testSim, p); err != nil || !ok {
 			t.Errorf("%d GPUs: the plan does not hold the rates in simulation (%v)", tc.gpus, err)
 		}
 		if p.Provenance.Embedded.Cluster.GPUs[0].Count != tc.gpus {

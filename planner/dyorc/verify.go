@@ -150,8 +150,9 @@ func Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 	return out
 }
 
-// Resolve re-plans from the plan's embedded inputs and recorded options.
-func Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Duration) (*formats.Plan, error) {
+// Resolve re-plans from the plan's embedded inputs and recorded options, checking rates
+// with sim as the solve did (Options.Sim).
+func Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Duration, sim Simulator) (*formats.Plan, error) {
 	e := p.Provenance.Embedded
 	if e == nil || e.Workload == nil {
 		return nil, fmt.Errorf("provenance.embedded holds no inputs: cannot re-solve")
@@ -167,7 +168,7 @@ func Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Duration) (*fo
 	if timeLimit <= 0 {
 		timeLimit = time.Duration(rec.TimeLimit) // the limit the plan was solved under, if any
 	}
-	o := Options{TimeLimit: timeLimit, Deterministic: true, Policy: rec.Policy, Gap: rec.Gap}
+	o := Options{TimeLimit: timeLimit, Deterministic: true, Policy: rec.Policy, Gap: rec.Gap, Sim: sim}
 	switch {
 	case rec.Objective == planner.ObjectiveCost:
 		return SolveCost(ctx, e.Workload, e.Cluster, p.Provenance.Inputs, o)

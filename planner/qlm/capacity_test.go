@@ -33,7 +33,7 @@ func solveOn(t *testing.T, gpus int, scale float64, edit func(w *formats.Workloa
 		edit(&w)
 	}
 	in.Workload = &w
-	p, err := Solve(in, Options{})
+	p, err := Solve(in, Options{Sim: testSim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestPlanCapacityCostPlan(t *testing.T) {
 	avail := 64
 	c.GPUs[0].Count, c.GPUs[0].Available = 0, &avail
 	in.Cluster = &c
-	p, err := SolveCost(context.Background(), in, Options{}, 0, planner.DefaultGap)
+	p, err := SolveCost(context.Background(), in, Options{Sim: testSim}, 0, planner.DefaultGap)
 	if err != nil {
 		if strings.Contains(err.Error(), "HiGHS") {
 			t.Skip(err)

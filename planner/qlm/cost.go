@@ -281,6 +281,9 @@ func routes(buckets []Bucket, kinds []kind, sol *fleet.Solution) []qlmsec.QLMRou
 // (SizeBuckets), one initial request group per class queued on its model's instances, and
 // the cluster sized to the fleet (fleet.Finish).
 func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time.Duration, gap float64) (*formats.Plan, error) {
+	if o.Sim == nil {
+		return nil, ErrNoSimulator
+	}
 	w, c := in.Workload, in.Cluster
 	if w == nil || len(llmspec.ClassesOf(w)) == 0 {
 		return nil, &planner.InputError{Problems: []string{"workload: llm_classes: must list at least one class"}}
@@ -313,7 +316,7 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time
 	if err != nil {
 		return nil, err
 	}
-	added, err := topUp(in, c, &wp, res)
+	added, err := topUp(o.Sim, in, c, &wp, res)
 	if err != nil {
 		return nil, err
 	}

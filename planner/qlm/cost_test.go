@@ -96,7 +96,7 @@ func TestSolveCostShort(t *testing.T) {
 	}
 	w := llmspec.SetClasses(&formats.Workload{}, []llmspec.LLMClass{{Name: "chat", Model: "mistral-7b", SLO: formats.Duration(20 * time.Second), RateRPS: 500,
 		InputTokens: llmspec.TokenProfile{Mean: 200, Std: 100, Max: 2048}, OutputTokens: llmspec.TokenProfile{Mean: 200, Std: 100, Max: 1024}}})
-	_, err := SolveCost(context.Background(), planner.Inputs{Profiles: profs, Cluster: c, Workload: w}, Options{}, 0, 1e-4)
+	_, err := SolveCost(context.Background(), planner.Inputs{Profiles: profs, Cluster: c, Workload: w}, Options{Sim: testSim}, 0, 1e-4)
 	if err == nil {
 		t.Fatal("no error")
 	}

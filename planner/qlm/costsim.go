@@ -29,10 +29,10 @@ const maxTopUp = 32
 // Target, adds one instance of the kind that serves most of the class's model (the ILP's
 // choice of GPU type for it) within the cluster's available GPUs. It returns how many it
 // added, or ErrInfeasible naming the class, its target and what the fleet reaches.
-func topUp(in planner.Inputs, c *formats.Cluster, w *formats.Workload, res *CostResult) (int, error) {
+func topUp(sim PointSimulator, in planner.Inputs, c *formats.Cluster, w *formats.Workload, res *CostResult) (int, error) {
 	added := 0
 	for {
-		r, err := simulate(in.Profiles, llmspec.ClassesOf(w), res.Instances, res.Routes, verifySeconds, verifySeed, -1)
+		r, err := simulate(sim, in.Profiles, llmspec.ClassesOf(w), res.Instances, res.Routes, verifySeconds, verifySeed, -1)
 		if err != nil {
 			return added, fmt.Errorf("qlm: simulating the fleet: %w", err)
 		}

@@ -58,6 +58,9 @@ type Options struct {
 	// Status, when set, is told the phase (placing, simulating the placement) for a status
 	// line.
 	Status func(string)
+	// Sim is the simulator the solve sizes instances and checks its plan with (required:
+	// nil fails the solve with ErrNoSimulator).
+	Sim PointSimulator
 }
 
 // Strategies are the planner's placement algorithms.
@@ -123,6 +126,9 @@ func profileForCount(profs []*formats.Profile, model, gpu string, count int) *fo
 // some class of which misses Target there is refused naming the class, its target and what
 // the best placement reaches.
 func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
+	if o.Sim == nil {
+		return nil, ErrNoSimulator
+	}
 	strategy := o.Strategy
 	if strategy == "" {
 		strategy = Strategies[0]
@@ -146,7 +152,7 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 	if o.Status != nil {
 		o.Status("finding what one instance of each model serves within its classes' SLOs (simulated)")
 	}
-	load, models, chosen, tp, probs := classLoads(in, w, slots)
+	load, models, chosen, tp, probs := classLoads(o.Sim, in, w, slots)
 	if len(probs) > 0 {
 		return nil, &planner.InputError{Problems: probs}
 	}
@@ -197,7 +203,7 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 		if o.Status != nil {
 			o.Status(fmt.Sprintf("simulating the placement: %d instances, %g s at the classes' rates", len(q.Instances), float64(verifySeconds)))
 		}
-		res, err := simulate(in.Profiles, llmspec.ClassesOf(w), q.Instances, nil, verifySeconds, verifySeed, -1)
+		res, err := simulate(o.Sim, in.Profiles, llmspec.ClassesOf(w), q.Instances, nil, verifySeconds, verifySeed, -1)
 		if err != nil {
 			return nil, fmt.Errorf("qlm: simulating the placement: %w", err)
 		}
@@ -252,7 +258,7 @@ func firstMiss(res []ClassResult) int {
 // order and the profile each is planned with, or the problems found. A model runs on one GPU
 // when a one-GPU profile fits; otherwise on the tensor-parallel profile (gpu_count k) that
 // fits a server with k GPUs of its type (tensorParallel), and then tp is true.
-func classLoads(in planner.Inputs, w *formats.Workload, slots []instanceSlot) (load map[string]float64, models []string, chosen map[string]*formats.LLMProfile, tp bool, probs []string) {
+func classLoads(sim PointSimulator, in planner.Inputs, w *formats.Workload, slots []instanceSlot) (load map[string]float64, models []string, chosen map[string]*formats.LLMProfile, tp bool, probs []string) {
 	profs := in.Profiles
 	load, chosen = map[string]float64{}, map[string]*formats.LLMProfile{}
 	rate := map[string]float64{}
@@ -309,7 +315,7 @@ func classLoads(in planner.Inputs, w *formats.Workload, slots []instanceSlot) (l
 		return load, models, chosen, tp, probs
 	}
 	for _, m := range models {
-		r, err := InstanceRate(chosen[m], w, m)
+		r, err := InstanceRate(sim, chosen[m], w, m)
 		switch {
 		case err != nil:
 			probs = append(probs, fmt.Sprintf("workload: llm_classes: model %s: simulating one instance on %s: %v", m, GPUSet(qlmsec.QLMInstance{GPU: chosen[m].GPU, GPUCount: chosen[m].GPUCount}), err))

@@ -34,7 +34,7 @@ func inputs(t *testing.T) planner.Inputs {
 
 func TestBundledExample(t *testing.T) {
 	in := inputs(t)
-	p, err := Solve(in, Options{})
+	p, err := Solve(in, Options{Sim: testSim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestBadInput(t *testing.T) {
 			} else {
 				strategy = "nope"
 			}
-			_, err := Solve(in, Options{Flags: Flags{Strategy: strategy}})
+			_, err := Solve(in, Options{Flags: Flags{Strategy: strategy}, Sim: testSim})
 			if !errors.Is(err, planner.ErrInput) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err %v: want an input error containing %q", err, c.want)
 			}

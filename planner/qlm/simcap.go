@@ -12,6 +12,7 @@ package qlm
 // by construction; the closed forms (Capacity) remain for Mélange's bucket ILP, scaled to it.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -30,13 +31,13 @@ import (
 // PointSimulator runs a deployment under a policy at its planned rates for a span of seeded
 // Poisson arrivals (warm-up < 0: the default) and returns the point: sim.PoissonPoint. The
 // planner sizes by simulation but planner and sim never import each other (DESIGN.md's
-// layering), so the registry hands it in (internal/systems/qlmsys: SetSimulator).
+// layering), so the registry hands it to each solve (Options.Sim, set by
+// internal/systems/qlmsys from the registry's dependencies): no package state.
 type PointSimulator func(dep *dataplane.Deployment, policies *dataplane.Registry, pol string, classes []llmspec.LLMClass, dur, warmup dataplane.Time, seed uint64) (*workload.Point, error)
 
-var simulatePoint PointSimulator
-
-// SetSimulator installs the simulator the planner sizes and checks its plans with.
-func SetSimulator(f PointSimulator) { simulatePoint = f }
+// ErrNoSimulator is a solve given no PointSimulator: the planner sizes and checks its
+// plans by simulation and has nothing to size them with.
+var ErrNoSimulator = errors.New("qlm: no simulator given (Options.Sim; the registry's qlmsys passes sim.PoissonPoint)")
 
 // Target is the share of a class's requests that must meet every SLO the class sets: its
 // p99 (llm_classes state no percentile; `plan simulate` reports the 99% line).
@@ -125,7 +126,7 @@ func ms(us float64) string {
 // simulate runs instances serving classes at their rate_rps for seconds of Poisson arrivals
 // (seeded) under QLM's policy, as `plan simulate` does, and returns each class's outcome in
 // class order. warmup < 0 takes `plan simulate`'s default warm-up.
-func simulate(profs []*formats.Profile, classes []llmspec.LLMClass, insts []qlmsec.QLMInstance, routes []qlmsec.QLMRoute, seconds float64, seed uint64, warmup dataplane.Time) ([]ClassResult, error) {
+func simulate(point PointSimulator, profs []*formats.Profile, classes []llmspec.LLMClass, insts []qlmsec.QLMInstance, routes []qlmsec.QLMRoute, seconds float64, seed uint64, warmup dataplane.Time) ([]ClassResult, error) {
 	setup := dq.Setup{ReplanMs: 500, Routes: routes}
 	for _, p := range profs {
 		setup.Profiles = append(setup.Profiles, p.LLMs...)
@@ -137,14 +138,14 @@ func simulate(profs []*formats.Profile, classes []llmspec.LLMClass, insts []qlms
 		}
 		setup.Instances = append(setup.Instances, x)
 	}
+	if point == nil {
+		return nil, ErrNoSimulator
+	}
 	dep, err := dq.Build(classes, setup)
 	if err != nil {
 		return nil, err
 	}
-	if simulatePoint == nil {
-		return nil, fmt.Errorf("qlm: no simulator installed (the registry's qlmsys sets one: SetSimulator)")
-	}
-	pt, err := simulatePoint(dep, admitAll(), dq.PolicyQLM, classes, dataplane.Time(seconds*1e6), warmup, seed)
+	pt, err := point(dep, admitAll(), dq.PolicyQLM, classes, dataplane.Time(seconds*1e6), warmup, seed)
 	if err != nil {
 		return nil, err
 	}
@@ -232,9 +233,12 @@ func mixKey(cls []llmspec.LLMClass) string {
 
 // InstanceRate is the highest total rate (req/s) one instance of pr serves model's classes of
 // w at their mix with every class reaching Target in simulation (0 when none does even at a
-// trickle). Found by doubling then bisecting to 3% on seeded runs of capRequests requests;
+// trickle), simulated with sim. Found by doubling then bisecting to 3% on seeded runs of capRequests requests;
 // cached per (model, GPU, tensor-parallel GPUs, class mix).
-func InstanceRate(pr *formats.LLMProfile, w *formats.Workload, model string) (float64, error) {
+func InstanceRate(sim PointSimulator, pr *formats.LLMProfile, w *formats.Workload, model string) (float64, error) {
+	if sim == nil {
+		return 0, ErrNoSimulator
+	}
 	key := capacityKey{model: model, gpu: pr.GPU, gpus: max(pr.GPUCount, 1), mix: mixKey(mixOf(w, model, 1))}
 	capMu.Lock()
 	r, ok := capCache[key]
@@ -246,7 +250,7 @@ func InstanceRate(pr *formats.LLMProfile, w *formats.Workload, model string) (fl
 	inst := []qlmsec.QLMInstance{{Name: "llm-0", GPU: pr.GPU, GPUCount: max(pr.GPUCount, 1), Model: model}}
 	meets := func(rate float64) (bool, error) {
 		secs := math.Min(math.Max(capRequests/rate, 60), 3600)
-		res, err := simulate(one, mixOf(w, model, rate), inst, nil, secs, verifySeed, -1)
+		res, err := simulate(sim, one, mixOf(w, model, rate), inst, nil, secs, verifySeed, -1)
 		if err != nil {
 			return false, err
 		}

@@ -40,7 +40,7 @@ func fixtureInputs(t *testing.T, workload, cluster, profile string) planner.Inpu
 func attains(t *testing.T, in planner.Inputs, p *formats.Plan) {
 	t.Helper()
 	w := *p.Provenance.Embedded.Workload
-	res, err := simulate(in.Profiles, llmspec.ClassesOf(&w), qlmsec.PlanOf(p).Instances, qlmsec.PlanOf(p).Routes, verifySeconds, verifySeed, -1)
+	res, err := simulate(testSim, in.Profiles, llmspec.ClassesOf(&w), qlmsec.PlanOf(p).Instances, qlmsec.PlanOf(p).Routes, verifySeconds, verifySeed, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,9 +89,9 @@ func TestPrefillCapacity(t *testing.T) {
 			var p *formats.Plan
 			var err error
 			if tc.cost {
-				p, err = SolveCost(context.Background(), in, Options{}, 0, 1e-6)
+				p, err = SolveCost(context.Background(), in, Options{Sim: testSim}, 0, 1e-6)
 			} else {
-				p, err = Solve(in, Options{Flags: Flags{MinGPUs: tc.minGPUs}, AcceptMiss: tc.acceptMiss})
+				p, err = Solve(in, Options{Flags: Flags{MinGPUs: tc.minGPUs}, AcceptMiss: tc.acceptMiss, Sim: testSim})
 			}
 			if len(tc.wantErr) > 0 {
 				if !errors.Is(err, planner.ErrInput) {
@@ -147,9 +147,9 @@ func TestClassInputChecks(t *testing.T) {
 				tc.edit(&in)
 				var err error
 				if cost {
-					_, err = SolveCost(context.Background(), in, Options{}, 0, 1e-6)
+					_, err = SolveCost(context.Background(), in, Options{Sim: testSim}, 0, 1e-6)
 				} else {
-					_, err = Solve(in, Options{})
+					_, err = Solve(in, Options{Sim: testSim})
 				}
 				if !errors.Is(err, planner.ErrInput) {
 					t.Fatalf("cost %t: err %v: want an input error", cost, err)

@@ -55,7 +55,7 @@ func TestTensorParallel(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := Solve(tpInputs(t), Options{Flags: Flags{Strategy: tc.strategy}})
+			p, err := Solve(tpInputs(t), Options{Flags: Flags{Strategy: tc.strategy}, Sim: testSim})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +88,7 @@ func TestTensorParallelTwoInstances(t *testing.T) {
 	in := tpInputs(t)
 	in.Cluster.GPUs[0].Count, in.Cluster.GPUs[0].PerServer = 6, 3
 	llmspec.ClassesOf(in.Workload)[0].RateRPS = 8
-	p, err := Solve(in, Options{})
+	p, err := Solve(in, Options{Sim: testSim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestTensorParallelBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tpInputs(t)
 			tc.edit(&in)
-			_, err := Solve(in, Options{})
+			_, err := Solve(in, Options{Sim: testSim})
 			if !errors.Is(err, planner.ErrInput) {
 				t.Fatalf("err %v: want an input error", err)
 			}

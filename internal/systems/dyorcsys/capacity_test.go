@@ -11,6 +11,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/internal/systems/dyorcsys/dyorcsim"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/sim"
 	"github.com/plan-dev/plan/solver"
@@ -30,7 +31,7 @@ func solveOn(t *testing.T, workload string, gpus int) *formats.Plan {
 		t.Fatal(err)
 	}
 	c.GPUs[0].Count, c.GPUs[0].PerServer = gpus, gpus
-	p, err := (&Planner{}).Solve(context.Background(), planner.Inputs{Workload: w, Cluster: c}, planner.Settings{TimeLimit: time.Minute, Deterministic: true})
+	p, err := (&Planner{sim: dyorcsim.PredictAtRates}).Solve(context.Background(), planner.Inputs{Workload: w, Cluster: c}, planner.Settings{TimeLimit: time.Minute, Deterministic: true})
 	if errors.Is(err, solver.ErrBackendUnavailable) && os.Getenv("PLAN_REQUIRE_ALL") != "1" {
 		t.Skip("HiGHS backend unavailable")
 	}
@@ -43,7 +44,7 @@ func solveOn(t *testing.T, workload string, gpus int) *formats.Plan {
 // attainments simulates p with every app at load × its capacity (Poisson arrivals, seed 1).
 func attainments(t *testing.T, p *formats.Plan, capacity map[string]float64, loads ...float64) []float64 {
 	t.Helper()
-	s := System()
+	s := System(Deps{Sim: dyorcsim.PredictAtRates})
 	dep, pol, err := s.Deploy(p)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +91,7 @@ func TestCapacityMatchesSimulator(t *testing.T) {
 	prev := map[string]float64{}
 	for _, tc := range cases {
 		p := solveOn(t, tc.workload, tc.gpus)
-		c, err := System().Capacity(p, nil)
+		c, err := System(Deps{Sim: dyorcsim.PredictAtRates}).Capacity(p, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ package dyorcsys
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -21,24 +22,35 @@ import (
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/internal/system"
-	"github.com/plan-dev/plan/internal/systems/dyorcsys/dyorcsim"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/dyorc"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/workflow"
 )
 
-// The planner sizes DyOrc plans by the simulator (dyorc.Capacity, --min-gpus, --objective
-// cost): the prediction `plan solve` judges a plan by, at the rates the planner asks about.
-func init() { dyorc.SetSimulator(dyorcsim.PredictAtRates) }
+// Deps are what the DyOrc system is handed at construction by the registry's build
+// (internal/systems.InTree), as kube-scheduler hands its plugins a framework handle.
+type Deps struct {
+	// Sim sizes DyOrc plans (dyorc.Capacity, --min-gpus, --objective cost): the prediction
+	// `plan solve` judges a plan by, at the rates the planner asks about
+	// (dyorcsim.PredictAtRates). Required: planner/dyorc falls back to its fitted formula
+	// without one, which would size the system's plans by something other than the
+	// prediction it judges them by, so the system's planner, checker and capacity refuse to
+	// run without it (ErrNoSimulator).
+	Sim dyorc.Simulator
+}
 
-// System returns the DyOrc system.
-func System() system.System {
+// ErrNoSimulator is the system built without Deps.Sim.
+var ErrNoSimulator = errors.New("dyorcsys: no simulator given (Deps.Sim; the registry passes dyorcsim.PredictAtRates)")
+
+// System returns the DyOrc system, its planner, checker and capacity sizing with d's
+// simulator.
+func System(d Deps) system.System {
 	return system.System{
 		Name:       "dyorc",
 		Doc:        "DyOrc: speculative scheduling of dynamic ML workflows (Markov prediction, DP placement, proactive loading)",
 		Strategies: []string{"dyorc"},
-		NewPlanner: func() planner.Planner { return &Planner{f: dyorc.DefaultFlags()} },
+		NewPlanner: func() planner.Planner { return &Planner{f: dyorc.DefaultFlags(), sim: d.Sim} },
 		Render:     Render,
 		// DyOrc's sections, registered whole (formats/sections).
 		Sections: system.Sections{Plan: dyorcsec.PlanSection, Workload: []formats.Section{dyorcsec.WorkloadSection}},
@@ -52,10 +64,15 @@ func System() system.System {
 		},
 		Policies: dpd.Policies(),
 		Sample:   dpd.Sample,
-		Checker:  Checker{},
+		Checker:  Checker{Sim: d.Sim},
 		// The autopilot sizes a plan by its capacity in simulation (dyorc.Capacity).
-		Capacity: system.PlanCapacity(dyorc.Capacity),
-		Benches:  []func() benchapi.Bench{func() benchapi.Bench { return &dyorcbench.Command{} }},
+		Capacity: system.PlanCapacity(func(p *formats.Plan) (map[string]float64, error) {
+			if d.Sim == nil {
+				return nil, ErrNoSimulator
+			}
+			return dyorc.Capacity(p, d.Sim)
+		}),
+		Benches: []func() benchapi.Bench{func() benchapi.Bench { return &dyorcbench.Command{} }},
 		// plan export: Triton, KServe and Ray Serve files (export/dyorc).
 		Exporters: xdyorc.Exporters(),
 		// plan serve: POST /v1/workflows/{app}/run (serve/workflow).
@@ -67,6 +84,8 @@ func System() system.System {
 // (the gap from plan solve's --gap).
 type Planner struct {
 	f dyorc.Flags
+	// sim sizes the plans (Deps.Sim).
+	sim dyorc.Simulator
 }
 
 // Options implements planner.Planner.
@@ -74,6 +93,9 @@ func (o *Planner) Options() any { return &o.f }
 
 // Solve implements planner.Planner.
 func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
+	if o.sim == nil {
+		return nil, ErrNoSimulator
+	}
 	if s.SLO > 0 {
 		return nil, &planner.InputError{Problems: []string{"--slo: DyOrc apps take their SLO from the workload (workflows.apps.*.slo)"}}
 	}
@@ -81,7 +103,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--strategy: %q: dyorc plans have one strategy, dyorc", s.Strategy)}}
 	}
 	opts := dyorc.Options{TimeLimit: s.TimeLimit, Gap: s.Gap,
-		Deterministic: s.Deterministic, Policy: o.f.Policy, ToolVersion: s.ToolVersion, Progress: s.Progress}
+		Deterministic: s.Deterministic, Policy: o.f.Policy, ToolVersion: s.ToolVersion, Progress: s.Progress, Sim: o.sim}
 	if s.Objective == planner.ObjectiveCost {
 		return dyorc.SolveCost(ctx, in.Workload, in.Cluster, in.Refs, opts)
 	}
@@ -133,8 +155,10 @@ func Render(p *formats.Plan) []planner.Table {
 	return []planner.Table{t, g, a}
 }
 
-// Checker checks dyorc plans.
-type Checker struct{}
+// Checker checks dyorc plans; Resolve re-solves with Sim (Deps.Sim, required as for a solve).
+type Checker struct {
+	Sim dyorc.Simulator
+}
 
 // Verify implements planner.Checker.
 func (Checker) Verify(p *formats.Plan) ([]string, string) {
@@ -147,6 +171,9 @@ func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 }
 
 // Resolve implements planner.Checker.
-func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Duration) (*formats.Plan, error) {
-	return dyorc.Resolve(ctx, p, timeLimit)
+func (c Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Duration) (*formats.Plan, error) {
+	if c.Sim == nil {
+		return nil, ErrNoSimulator
+	}
+	return dyorc.Resolve(ctx, p, timeLimit, c.Sim)
 }

@@ -26,20 +26,26 @@ import (
 	pq "github.com/plan-dev/plan/planner/qlm"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/openai"
-	"github.com/plan-dev/plan/sim"
 )
 
-// System returns the QLM system.
-// The QLM planner sizes instances and checks its plans by simulation (planner/qlm's
-// simcap.go): the registry is where planner and simulator meet (DESIGN.md's layering).
-func init() { pq.SetSimulator(sim.PoissonPoint) }
+// Deps are what the QLM system is handed at construction by the registry's build
+// (internal/systems.InTree), as kube-scheduler hands its plugins a framework handle: the
+// planner sizes instances and checks its plans by simulation (planner/qlm's simcap.go), and
+// planner and simulator never import each other (DESIGN.md's layering), so the registry is
+// where they meet. No package state: two registries may hand different simulators.
+type Deps struct {
+	// Sim is the simulator every solve, re-solve and capacity probe runs (sim.PoissonPoint).
+	// Required: a planner built without it fails its solves (pq.ErrNoSimulator).
+	Sim pq.PointSimulator
+}
 
-func System() system.System {
+// System returns the QLM system, its planner and checker sizing with d's simulator.
+func System(d Deps) system.System {
 	return system.System{
 		Name:       "qlm",
 		Doc:        "QLM: LLM serving with request groups, virtual queues, an RCT estimator and a stochastic plan generator over continuous-batching instances",
 		Strategies: pq.Strategies,
-		NewPlanner: func() planner.Planner { return &Planner{f: pq.DefaultFlags()} },
+		NewPlanner: func() planner.Planner { return &Planner{f: pq.DefaultFlags(), sim: d.Sim} },
 		Render:     Render,
 		// QLM's sections, registered whole (formats/sections).
 		Sections: system.Sections{Plan: qlmsec.PlanSection, Workload: []formats.Section{llmspec.WorkloadSection}},
@@ -49,7 +55,7 @@ func System() system.System {
 		},
 		Policies: dq.Policies(),
 		Sample:   dq.Sample,
-		Checker:  Checker{},
+		Checker:  Checker{Sim: d.Sim},
 		// The autopilot sizes QLM plans by what their instances serve (planner/qlm
 		// capacity.go), not by the workload's rates the plan states.
 		Capacity: system.PlanCapacity(pq.PlanCapacity),
@@ -77,6 +83,8 @@ func engineDeployment(prof formats.LLMProfile, classes []llmspec.LLMClass) (*dat
 // pq.Flags (the strategy is plan solve's --strategy).
 type Planner struct {
 	f pq.Flags
+	// sim is the simulator the solve sizes with (Deps.Sim).
+	sim pq.PointSimulator
 	// report is the last deployment search's tables (Report).
 	report []planner.Table
 }
@@ -114,13 +122,13 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		return plan, err
 	}
 	if s.Objective == planner.ObjectiveCost {
-		plan, err := pq.SolveCost(ctx, in, pq.Options{Flags: pq.Flags{SLO: formats.Duration(s.SLO)}, ToolVersion: s.ToolVersion}, s.TimeLimit, s.Gap)
+		plan, err := pq.SolveCost(ctx, in, pq.Options{Flags: pq.Flags{SLO: formats.Duration(s.SLO)}, ToolVersion: s.ToolVersion, Sim: o.sim}, s.TimeLimit, s.Gap)
 		if err == nil && s.Deterministic {
 			plan.Provenance.SolveMs = 0
 		}
 		return plan, err
 	}
-	return pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy, MinGPUs: o.f.MinGPUs}, ToolVersion: s.ToolVersion, AcceptMiss: s.AcceptMiss, Status: s.Status})
+	return pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy, MinGPUs: o.f.MinGPUs}, ToolVersion: s.ToolVersion, AcceptMiss: s.AcceptMiss, Status: s.Status, Sim: o.sim})
 }
 
 // Render prints the instances with their virtual queues, and the groups.
@@ -146,8 +154,10 @@ func Render(p *formats.Plan) []planner.Table {
 	return []planner.Table{it, gt}
 }
 
-// Checker checks QLM plans.
-type Checker struct{}
+// Checker checks QLM plans; Resolve re-solves with Sim (Deps.Sim, required as for a solve).
+type Checker struct {
+	Sim pq.PointSimulator
+}
 
 // Verify implements planner.Checker.
 func (Checker) Verify(p *formats.Plan) ([]string, string) {
@@ -166,7 +176,7 @@ func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 }
 
 // Resolve implements planner.Checker.
-func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Duration) (*formats.Plan, error) {
+func (c Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Duration) (*formats.Plan, error) {
 	e := p.Provenance.Embedded
 	if e == nil || e.Cluster == nil || e.Workload == nil {
 		return nil, fmt.Errorf("provenance.embedded holds no inputs: cannot re-solve")
@@ -185,13 +195,13 @@ func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Dura
 		return re, err
 	}
 	if rec.Objective == planner.ObjectiveCost {
-		re, err := pq.SolveCost(ctx, in, pq.Options{Flags: rec}, timeLimit, planner.DefaultGap)
+		re, err := pq.SolveCost(ctx, in, pq.Options{Flags: rec, Sim: c.Sim}, timeLimit, planner.DefaultGap)
 		if err == nil {
 			re.Provenance.SolveMs = 0
 		}
 		return re, err
 	}
-	return pq.Solve(in, pq.Options{Flags: rec})
+	return pq.Solve(in, pq.Options{Flags: rec, Sim: c.Sim})
 }
 
 // search is the deployment search (planner/llmdeploy) as a QLM plan, recording rec as the

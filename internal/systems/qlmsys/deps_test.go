@@ -1,0 +1,70 @@
+package qlmsys
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/workload"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
+	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/planner"
+	pq "github.com/plan-dev/plan/planner/qlm"
+	"github.com/plan-dev/plan/sim"
+)
+
+// ragInputs is testdata/qlm's RAG class on testdata/qlm/cluster.yaml: a solve that sizes its one instance by
+// simulation.
+func ragInputs(t *testing.T) planner.Inputs {
+	t.Helper()
+	dir := filepath.Join("..", "..", "..", "testdata", "qlm")
+	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload-rag.yaml"), intree.Sections())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "cluster.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "profile.json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return planner.Inputs{Workload: w, Cluster: c, Profiles: []*formats.Profile{p}}
+}
+
+// TestPlannerUsesDeps: the system's planner sizes and checks its plan with the simulator
+// it was handed at construction, for the placement and the cost solve alike; built
+// without one, every solve and re-solve fails with pq.ErrNoSimulator (no package default
+// to fall back on).
+func TestPlannerUsesDeps(t *testing.T) {
+	var calls atomic.Int64
+	counting := func(dep *dataplane.Deployment, policies *dataplane.Registry, pol string, classes []llmspec.LLMClass, dur, warmup dataplane.Time, seed uint64) (*workload.Point, error) {
+		calls.Add(1)
+		return sim.PoissonPoint(dep, policies, pol, classes, dur, warmup, seed)
+	}
+	in := ragInputs(t)
+	for _, objective := range []string{"", planner.ObjectiveCost} {
+		t.Run("objective="+objective, func(t *testing.T) {
+			calls.Store(0)
+			s := planner.Settings{Objective: objective, Deterministic: true}
+			p, err := System(Deps{Sim: counting}).NewPlanner().Solve(context.Background(), in, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if calls.Load() == 0 {
+				t.Error("the solve ran no simulation: the planner did not size with its Deps.Sim")
+			}
+			if _, err := System(Deps{}).NewPlanner().Solve(context.Background(), in, s); !errors.Is(err, pq.ErrNoSimulator) {
+				t.Errorf("solve without a simulator: err = %v, want pq.ErrNoSimulator", err)
+			}
+			if _, err := System(Deps{}).Checker.Resolve(context.Background(), p, 0); !errors.Is(err, pq.ErrNoSimulator) {
+				t.Errorf("re-solve without a simulator: err = %v, want pq.ErrNoSimulator", err)
+			}
+		})
+	}
+}
