@@ -101,7 +101,10 @@ type LatencyEntry struct {
 	RawTotalUs float64   `json:"raw_total_us,omitempty"`
 }
 
-// LLMProfile holds what QLM needs of one LLM on one GPU configuration.
+// LLMProfile is one LLM on one GPU configuration as the LLM engine model reads it
+// (dataplane/llm: prefill, decode and iteration times, KV memory, swap costs) and LLM
+// planners size by: shared LLM vocabulary, not one system's (QLM's planner, the deployment
+// search, `plan simulate --llm`'s engine replay and the LLM benches all read it).
 type LLMProfile struct {
 	Model    string  `json:"model"`
 	GPU      string  `json:"gpu"`

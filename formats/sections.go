@@ -33,7 +33,7 @@ import (
 type Section interface {
 	// Key is the section's JSON key in the file ("toy").
 	Key() string
-	// System names the system that registers it.
+	// System names the system that registers it ("" for shared vocabulary).
 	System() string
 	// Decode decodes the section's JSON strictly: unknown fields and trailing data are errors
 	// (StrictUnmarshal does both), each problem with its path under Key.

@@ -16,10 +16,11 @@ const WorkloadKey = "llm_classes"
 const Position = 4
 
 // WorkloadSection is the Section of a workload's `llm_classes` section: the classes, a
-// *[]LLMClass (an empty list reads and writes as no section). The QLM system registers it
-// (internal/systems/qlmsys), whose planner (QLM's placement and the deployment search) plans
-// LLM classes; the section is the vocabulary's, so every LLM part reads it with ClassesOf.
-var WorkloadSection = workloadSection{formats.SectionOf[[]LLMClass]{Name: WorkloadKey, Sys: "qlm", Check: formats.CheckList(WorkloadKey, validateClass), Cross: crossCheckClasses, Position: Position}}
+// *[]LLMClass (an empty list reads and writes as no section). It is shared LLM vocabulary,
+// no one system's: the registry registers it itself (internal/systems.Vocabulary; Sys is
+// empty), QLM's planner and the deployment search plan it, and every LLM part reads it with
+// ClassesOf.
+var WorkloadSection = workloadSection{formats.SectionOf[[]LLMClass]{Name: WorkloadKey, Check: formats.CheckList(WorkloadKey, validateClass), Cross: crossCheckClasses, Position: Position}}
 
 // workloadSection adds to the workload's SectionOf what formats asks of a workload section
 // beyond it (formats.ModelUser, formats.TraceTargeter, formats.RateTargeter).

@@ -26,7 +26,7 @@ type System struct {
 	Doc string
 
 	// DefaultWorkload: its planner also plans when no workload is given (the sections it
-	// handles are its Sections.Workload, System.WorkloadSections).
+	// handles are its Sections.Workload and Sections.Shared, System.WorkloadSections).
 	DefaultWorkload bool
 	// Strategies are the planner's algorithms and baselines, the default first.
 	Strategies []string
@@ -71,14 +71,11 @@ type System struct {
 	// ONNXCuts tells `plan serve --workers onnx` what its stages run: one model cut into
 	// blocks per stage (PPipe), or nil/"" when each stage runs a whole model of its own.
 	ONNXCuts worker.ONNXCuts
-
-	// Engine, when set, replays a trace through one instance of an LLM profile with no plan
-	// (`plan simulate --llm`): the system's LLM engine used as a simulator of one engine.
-	Engine *Engine
 }
 
-// Engine is how a system runs one LLM engine instance on its own (`plan simulate --llm`):
-// what a fidelity replay needs (LLM engine digest §5: one instance, the real deployment's
+// Engine is how the registry runs one LLM engine instance on its own, with no plan and no
+// system's planner (`plan simulate --llm`, `plan profile --calibrate`; internal/systems
+// Registry.Engine): what a fidelity replay needs (LLM engine digest §5: one instance, the real deployment's
 // engine settings and measured profile, the trace's requests).
 type Engine struct {
 	// Deploy builds the deployment of one instance of prof (its model on its GPU count)
@@ -100,8 +97,13 @@ type Sections struct {
 	// Plan is its plan section: the one its deployer reads, under the key that is also
 	// Deployment.Kind.
 	Plan formats.Section
-	// Workload are the workload sections its planner handles, in the order help lists them.
+	// Workload are the workload sections it registers and its planner handles, in the order
+	// help lists them.
 	Workload []formats.Section
+	// Shared are the keys of the registry's shared workload sections (vocabulary no one
+	// system owns and registers: `llm_classes`, internal/systems.Vocabulary) its planner
+	// handles too, after Workload's in WorkloadSections.
+	Shared []string
 	// SolveErrors, when set, puts the file that holds each of a failed solve's problems in
 	// front of it (`workload.yaml: pipelines[0].slo: ...`): names maps "cluster" and
 	// "workload" to the files given. nil: the problems keep the names the planner gave.
@@ -109,13 +111,14 @@ type Sections struct {
 }
 
 // WorkloadSections are the keys of the workload sections its planner handles ("models",
-// "pipelines", ...): its Sections.Workload's, in order. Lookups by workload match them.
+// "pipelines", ...): its Sections.Workload's, in order, then its Sections.Shared. Lookups by
+// workload match them.
 func (s System) WorkloadSections() []string {
-	keys := make([]string, 0, len(s.Sections.Workload))
+	keys := make([]string, 0, len(s.Sections.Workload)+len(s.Sections.Shared))
 	for _, w := range s.Sections.Workload {
 		keys = append(keys, w.Key())
 	}
-	return keys
+	return append(keys, s.Sections.Shared...)
 }
 
 // PlanSection is the key of the plan section its deployer reads (its Sections.Plan's, also

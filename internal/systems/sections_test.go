@@ -106,7 +106,7 @@ func TestSectionsRunFromTheRegistry(t *testing.T) {
 // would never be offered for its plans.
 func TestInTreeSystemsRegisterTheirSections(t *testing.T) {
 	for _, s := range Default().Systems() {
-		if s.Sections.Plan == nil || len(s.Sections.Workload) == 0 {
+		if s.Sections.Plan == nil || len(s.WorkloadSections()) == 0 {
 			t.Errorf("%s: plan Section %v, workload Sections %v: want both", s.Name, s.Sections.Plan, s.Sections.Workload)
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems/cascadesys"
 	"github.com/plan-dev/plan/internal/systems/dyorcsys"
@@ -39,18 +40,35 @@ func InTree() []system.System {
 	}
 }
 
+// Vocabulary are the workload sections the registry registers itself: vocabularies shared
+// by systems and owned by none. `llm_classes` (formats/llmspec) states LLM request classes,
+// which QLM's planner, the deployment search (planner/llmdeploy), `plan simulate --llm`'s
+// engine replay and the LLM benches all read; QLM is one policy over them. A system's
+// planner that plans one names its key in system.Sections.Shared.
+func Vocabulary() []formats.Section {
+	return []formats.Section{llmspec.WorkloadSection}
+}
+
 // Registry is a set of systems: the value every command takes (cli's options), built from
 // InTree by Default, or from InTree plus more by a test (a toy sixth system). It is never
 // changed once built.
 type Registry struct {
 	systems []system.System
+	// shared are the registry's own workload sections (Vocabulary).
+	shared []formats.Section
 }
 
-// New builds a registry of systems, in the order given (the order of help and of lookups).
-// Two systems with one name, or two registering a section (system.Sections) with one key,
-// panic: a programming error in the systems list, as dataplane.NewRegistry's duplicates.
+// New builds a registry of systems, in the order given (the order of help and of lookups),
+// with the shared Vocabulary. Two systems with one name, two registering a section
+// (system.Sections) with one key, a system registering a Vocabulary section as its own, or
+// one naming a shared section the registry does not have, panic: a programming error in the
+// systems list, as dataplane.NewRegistry's duplicates.
 func New(systems ...system.System) *Registry {
+	shared := Vocabulary()
 	names, secs := map[string]bool{}, map[string]string{}
+	for _, w := range shared {
+		secs["workload "+w.Key()] = "the registry (shared vocabulary)"
+	}
 	claim := func(sys, what, key string) {
 		if other, dup := secs[what+" "+key]; dup {
 			panic(fmt.Sprintf("systems: %s section %q claimed by %s and %s", what, key, other, sys))
@@ -68,8 +86,13 @@ func New(systems ...system.System) *Registry {
 		for _, w := range s.Sections.Workload {
 			claim(s.Name, "workload", w.Key())
 		}
+		for _, key := range s.Sections.Shared {
+			if !slices.ContainsFunc(shared, func(w formats.Section) bool { return w.Key() == key }) {
+				panic(fmt.Sprintf("systems: system %s plans shared section %q, which the registry's vocabulary lacks", s.Name, key))
+			}
+		}
 	}
-	return &Registry{systems: slices.Clone(systems)}
+	return &Registry{systems: slices.Clone(systems), shared: shared}
 }
 
 // Default is the registry of the in-tree systems.
@@ -105,10 +128,10 @@ func (r *Registry) Frontends() []serve.Frontend {
 	return fs
 }
 
-// Sections is what the registry's systems contribute to the file formats: their names and
-// the sections they register beyond formats' typed ones. Every command decodes plans and
-// workloads with it (formats.ReadInto), so a section no system claims is an error that
-// names the systems.
+// Sections is what the registry and its systems contribute to the file formats: the systems'
+// names, the sections they register beyond formats' typed ones, then the registry's shared
+// Vocabulary. Every command decodes plans and workloads with it (formats.ReadInto), so a
+// section no one registers is an error that names the systems.
 func (r *Registry) Sections() *formats.SectionSet {
 	set := &formats.SectionSet{}
 	for _, s := range r.systems {
@@ -118,6 +141,7 @@ func (r *Registry) Sections() *formats.SectionSet {
 		}
 		set.Workload = append(set.Workload, s.Sections.Workload...)
 	}
+	set.Workload = append(set.Workload, r.shared...)
 	return set
 }
 

@@ -1,5 +1,6 @@
-// Package intree is a test helper: the in-tree systems' part of the file formats in one
-// value, the sections of PPipe, PARD, DyOrc, CascadeServe and QLM as one formats.SectionSet,
+// Package intree is a test helper: the in-tree registry's part of the file formats in one
+// value, the sections of PPipe, PARD, DyOrc, CascadeServe and QLM and the registry's shared
+// LLM vocabulary (`llm_classes`, internal/systems.Vocabulary) as one formats.SectionSet,
 // for the tests of packages below the system registry (the data planes', the simulator's,
 // serve's, the planners') that read bundled plans and workloads. Production code takes the
 // sections from the one registry (internal/systems Registry.Sections), handed down where a
@@ -21,8 +22,9 @@ import (
 // Systems names the in-tree systems, in the registry's order.
 var Systems = []string{"ppipe", "pard", "dyorc", "cascade", "qlm"}
 
-// Sections returns the in-tree systems' sections (a new value each call: callers may
-// extend it, as a test adding a toy system does).
+// Sections returns the in-tree systems' sections, then the shared vocabulary's, in the
+// registry's order (a new value each call: callers may extend it, as a test adding a toy
+// system does).
 func Sections() *formats.SectionSet {
 	return &formats.SectionSet{
 		Systems:  append([]string(nil), Systems...),

@@ -31,8 +31,8 @@ import (
 
 // Args are a one-engine replay's inputs, one field per flag it reads.
 type Args struct {
-	// Systems is the system registry: its engine system builds the instance, its policies
-	// schedule it.
+	// Systems is the system registry: its LLM engine (Registry.Engine) builds the instance,
+	// its policies schedule it.
 	Systems *systems.Registry
 	// PlanArgs are the command's positional arguments: a replay takes none (no PLAN).
 	PlanArgs []string
@@ -93,14 +93,13 @@ func check(a *Args) error {
 	return simulate.CheckFlags(&simulate.Args{Duration: a.Duration, Cancel: a.Cancel, Jitter: a.Jitter})
 }
 
-// engineSystem is the registry's system that runs one LLM engine on its own.
-func engineSystem(reg *systems.Registry) (system.System, error) {
-	for _, s := range reg.Systems() {
-		if s.Engine != nil {
-			return s, nil
-		}
+// engine is the registry's LLM engine run on its own (systems.Registry.Engine): the replay
+// reaches the engine directly, through no system's entry.
+func engine(reg *systems.Registry) (*system.Engine, error) {
+	if e := reg.Engine(); e != nil {
+		return e, nil
 	}
-	return system.System{}, run.UsageErrorf("--llm: no system of this build replays one LLM engine")
+	return nil, run.UsageErrorf("--llm: this build replays no LLM engine (its systems register none of the engine's policies)")
 }
 
 // pickLLM is the profile's LLM entry to replay: the only one, or the one --model names
@@ -235,7 +234,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	if err := simulate.CheckRequestsOut(a.RequestsOut); err != nil {
 		return err
 	}
-	sys, err := engineSystem(a.Systems)
+	eng, err := engine(a.Systems)
 	if err != nil {
 		return err
 	}
@@ -254,15 +253,15 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	prof := doc.LLMs[li]
 	policy := a.Policy
 	if policy == "" {
-		policy = sys.Engine.Policy
+		policy = eng.Policy
 	}
 	if _, ok := a.Systems.Policies().Lookup(policy); !ok {
 		return run.UsageErrorf("--policy: %v %q: must be one of %s", dataplane.ErrUnknownPolicy, policy, run.PolicyNames(a.Systems))
 	}
-	if !slices.Contains(sys.Engine.EngineOnly, policy) {
+	if !slices.Contains(eng.EngineOnly, policy) {
 		// A planner's policy reads the planner's fields of the profile too.
 		if errs := plannerFieldProblems(doc, li); len(errs) > 0 {
-			return run.UsageErrorf("--policy %s reads the planner's fields of the profile (%s read only the engine's): %v", policy, strings.Join(sys.Engine.EngineOnly, ", "), errs.WithFile(a.Profile))
+			return run.UsageErrorf("--policy %s reads the planner's fields of the profile (%s read only the engine's): %v", policy, strings.Join(eng.EngineOnly, ", "), errs.WithFile(a.Profile))
 		}
 	}
 	spec, err := sim.ParseTraceFlag(a.Trace)
@@ -276,7 +275,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	if err != nil {
 		return err
 	}
-	dep, err := sys.Engine.Deploy(prof, classes)
+	dep, err := eng.Deploy(prof, classes)
 	if err != nil {
 		return run.UsageErrorf("%s: %s: %v", a.Profile, prof.Model, err)
 	}
@@ -321,7 +320,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 		return err
 	}
 	task.Finish(fmt.Sprintf("%d requests replayed", len(pt.Requests)))
-	rep := sim.NewEngineReport(a.Profile, prof, policy, policy == sys.Engine.Policy, spec.Name, pt)
+	rep := sim.NewEngineReport(a.Profile, prof, policy, policy == eng.Policy, spec.Name, pt)
 	if p, ok := ran.(preempter); ok {
 		n := p.Preemptions()
 		rep.Preemptions = &n
@@ -353,14 +352,14 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 }
 
 // Records replays trace t (named name, for errors) once, as recorded, through one engine of
-// prof under the engine system's own policy (the scheduling `plan simulate --llm` runs by
+// prof under the engine's own policy (the scheduling `plan simulate --llm` runs by
 // default, vLLM's) and returns every request's record, ordered by request id; a record's
 // TraceRow is its row in t. It is Run without the flags, the report or the files: what `plan
 // profile --calibrate` replays a measured run through for each candidate correction of the
 // profile (LLM engine digest §5: a replay of the real deployment's requests through one
 // instance with its engine settings and profile).
 func Records(reg *systems.Registry, prof formats.LLMProfile, name string, t *formats.Trace) ([]sim.RequestRecord, error) {
-	sys, err := engineSystem(reg)
+	eng, err := engine(reg)
 	if err != nil {
 		return nil, err
 	}
@@ -368,7 +367,7 @@ func Records(reg *systems.Registry, prof formats.LLMProfile, name string, t *for
 	if err != nil {
 		return nil, err
 	}
-	dep, err := sys.Engine.Deploy(prof, classes)
+	dep, err := eng.Deploy(prof, classes)
 	if err != nil {
 		return nil, run.UsageErrorf("%s: %v", prof.Model, err)
 	}
@@ -378,7 +377,7 @@ func Records(reg *systems.Registry, prof formats.LLMProfile, name string, t *for
 		return nil, run.UsageError(err)
 	}
 	cfg := &sim.SweepConfig{
-		Dep: dep, Policies: reg.Policies(), Policy: dataplane.Config{Policy: sys.Engine.Policy}, BaseRPS: x.NativeRPS(),
+		Dep: dep, Policies: reg.Policies(), Policy: dataplane.Config{Policy: eng.Policy}, BaseRPS: x.NativeRPS(),
 		Loads: []float64{1}, Seed: 1, LLM: llm, Replay: x, RecordRequests: true, PlanName: name,
 	}
 	pt, err := sim.RunPoint(cfg, 1)

@@ -47,8 +47,9 @@ func System(d Deps) system.System {
 		Strategies: pq.Strategies,
 		NewPlanner: func() planner.Planner { return &Planner{f: pq.DefaultFlags(), sim: d.Sim} },
 		Render:     Render,
-		// QLM's sections, registered whole (formats/sections).
-		Sections: system.Sections{Plan: qlmsec.PlanSection, Workload: []formats.Section{llmspec.WorkloadSection}},
+		// QLM's plan section (formats/sections/qlmsec); it plans the LLM classes, the
+		// registry's shared vocabulary (systems.Vocabulary), which it does not own.
+		Sections: system.Sections{Plan: qlmsec.PlanSection, Shared: []string{llmspec.WorkloadKey}},
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dq.FromPlan(p)
 			return d, dq.PolicyQLM, err
@@ -64,19 +65,7 @@ func System(d Deps) system.System {
 		Exporters: xqlm.Exporters(),
 		// The OpenAI-compatible API and the durable batch queue (serve/openai).
 		Frontends: []func() serve.Frontend{func() serve.Frontend { return openai.New(dq.Kind) }},
-		// plan simulate --llm: one engine instance, scheduled as vLLM schedules (FCFS); EDF
-		// orders by deadline alone, so it too reads only the engine's fields.
-		Engine: &system.Engine{Deploy: engineDeployment, Policy: dq.PolicyFCFS, EngineOnly: []string{dq.PolicyFCFS, dq.PolicyEDF}},
 	}
-}
-
-// engineDeployment is one instance of prof, named after its model, serving classes.
-func engineDeployment(prof formats.LLMProfile, classes []llmspec.LLMClass) (*dataplane.Deployment, error) {
-	in := dq.Instance{Name: prof.Model + "-0", GPU: prof.GPU, Model: prof.Model}
-	if prof.GPUCount > 1 {
-		in.GPUCount = prof.GPUCount // one instance on all its GPUs (tensor parallelism)
-	}
-	return dq.Build(classes, dq.Setup{Profiles: []formats.LLMProfile{prof}, Instances: []dq.Instance{in}})
 }
 
 // Planner plans llm_classes workloads: its options are the --min-gpus and --search of
