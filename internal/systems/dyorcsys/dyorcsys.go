@@ -64,7 +64,7 @@ func System(d Deps) system.System {
 		},
 		Policies: dpd.Policies(),
 		Sample:   dpd.Sample,
-		Checker:  Checker{Sim: d.Sim},
+		Checker:  Checker(d),
 		// The autopilot sizes a plan by its capacity in simulation (dyorc.Capacity).
 		Capacity: system.PlanCapacity(func(p *formats.Plan) (map[string]float64, error) {
 			if d.Sim == nil {

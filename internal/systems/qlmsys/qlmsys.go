@@ -56,7 +56,7 @@ func System(d Deps) system.System {
 		},
 		Policies: dq.Policies(),
 		Sample:   dq.Sample,
-		Checker:  Checker{Sim: d.Sim},
+		Checker:  Checker(d),
 		// The autopilot sizes QLM plans by what their instances serve (planner/qlm
 		// capacity.go), not by the workload's rates the plan states.
 		Capacity: system.PlanCapacity(pq.PlanCapacity),
