@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -65,6 +66,7 @@ type Result struct {
 // picks the least-cost fleet within the cluster's available GPUs, with the comparison rows.
 func Search(ctx context.Context, in planner.Inputs, o Options) (*Result, error) {
 	start := time.Now()
+	given := o
 	o = o.withDefaults()
 	if in.Workload == nil || len(llmspec.ClassesOf(in.Workload)) == 0 {
 		return nil, &planner.InputError{Problems: []string{"workload: llm_classes: must list at least one class"}}
@@ -106,7 +108,7 @@ func Search(ctx context.Context, in planner.Inputs, o Options) (*Result, error) 
 			keep = append(keep, c)
 		}
 	}
-	res := &Result{Rates: map[string]float64{}, Notes: append(profileTPNotes(in, o), defaultPercentileNotes(in.Workload)...), Counts: map[string]int{}}
+	res := &Result{Rates: map[string]float64{}, Notes: append(append(profileTPNotes(in, o), defaultPercentileNotes(in.Workload)...), defaultSpaceNotes(given, o)...), Counts: map[string]int{}}
 	for _, g := range in.Cluster.GPUs {
 		if g.Available == nil && g.Count > 0 {
 			res.Counts[g.Type] += g.Count
@@ -469,4 +471,40 @@ func defaultPercentileNotes(w *formats.Workload) []string {
 		return nil
 	}
 	return []string{fmt.Sprintf("SLOs judged at the default p%g (no percentile stated): %s", llmspec.DefaultSLOPercentile*100, strings.Join(at, ", "))}
+}
+
+// defaultSpaceNotes say which of the search space's axes took their defaults, with the
+// values: they decide which candidates exist.
+func defaultSpaceNotes(given, o Options) []string {
+	ints := func(v []int) string {
+		s := make([]string, len(v))
+		for i, x := range v {
+			s[i] = fmt.Sprint(x)
+		}
+		return strings.Join(s, ",")
+	}
+	var d []string
+	if len(given.TP) == 0 {
+		d = append(d, "tensor-parallel "+ints(o.TP))
+	}
+	if len(given.BatchedTokens) == 0 {
+		d = append(d, "max_num_batched_tokens "+ints(o.BatchedTokens))
+	}
+	if len(given.MaxSeqs) == 0 {
+		d = append(d, "max_num_seqs "+ints(o.MaxSeqs))
+	}
+	if len(given.Ratios) == 0 && slices.Contains(o.Modes, Disaggregated) {
+		r := make([]string, len(o.Ratios))
+		for i, x := range o.Ratios {
+			r[i] = fmt.Sprintf("%d:%d", x[0], x[1])
+		}
+		d = append(d, "prefill:decode "+strings.Join(r, ","))
+	}
+	if given.Requests <= 0 {
+		d = append(d, fmt.Sprintf("%d requests per capacity probe", o.Requests))
+	}
+	if len(d) == 0 {
+		return nil
+	}
+	return []string{"search space by default: " + strings.Join(d, "; ")}
 }
