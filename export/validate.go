@@ -67,7 +67,7 @@ func (r *Registry) Validate(files Files, deploy Deployable) error {
 					at = fmt.Sprintf("%s (document %d)", name, i+1)
 				}
 				for _, e := range r.validateYAML(name, d) {
-					errs = append(errs, fmt.Sprintf("%s: %s", at, e))
+					errs = append(errs, fmt.Sprintf("%s: %s", at, oneLine(e)))
 				}
 			}
 		case strings.HasSuffix(name, ".onnx"), path.Base(name) == ".keep", name == ReadmeFile, path.Base(name) == "model.py":
@@ -171,4 +171,17 @@ func (r *Registry) validateYAML(name string, data []byte) []string {
 		return []string{err.Error()}
 	}
 	return validateAgainst(sf, js)
+}
+
+// oneLine joins a multi-line error (a YAML decoder lists its unmarshal errors one per line)
+// into one, so every line of Validate's error names its file.
+func oneLine(e string) string {
+	parts := strings.Split(e, "\n")
+	out := parts[:0]
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "; ")
 }
