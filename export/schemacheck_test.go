@@ -47,7 +47,7 @@ func TestSchemaErrors(t *testing.T) {
 				t.Fatalf("errors\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 			err := Validate(Files{"deploy/so.yaml": []byte(doc)})
-			if err == nil || !strings.Contains(err.Error(), "deploy/so.yaml: "+tc.want[0]) {
+			if err == nil || !strings.Contains(err.Error(), "deploy/so.yaml: "+oneLine(tc.want[0])) {
 				t.Fatalf("Validate: %v, want the file named beside %q", err, tc.want[0])
 			}
 		})

@@ -173,15 +173,23 @@ func (r *Registry) validateYAML(name string, data []byte) []string {
 	return validateAgainst(sf, js)
 }
 
-// oneLine joins a multi-line error (a YAML decoder lists its unmarshal errors one per line)
-// into one, so every line of Validate's error names its file.
+// oneLine joins a multi-line error (a YAML decoder lists its unmarshal errors one per line
+// under a header ending in a colon) into one, so every line of Validate's error names its
+// file: "yaml: unmarshal errors: line 10: …; line 12: …".
 func oneLine(e string) string {
-	parts := strings.Split(e, "\n")
-	out := parts[:0]
-	for _, p := range parts {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
+	var b strings.Builder
+	for _, p := range strings.Split(e, "\n") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
 		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(b.String(), ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(p)
 	}
-	return strings.Join(out, "; ")
+	return b.String()
 }
