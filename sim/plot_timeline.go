@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/internal/quantile"
 )
 
 // gantt draws busy intervals as bars, one row per worker or, grouped, one row per stage
@@ -352,14 +353,13 @@ func windowOf(spans []reqSpan, fallback dataplane.Time) (from, to dataplane.Time
 	if len(spans) == 0 {
 		return fallback / 3, fallback/3 + MinTimelineWindow
 	}
-	lat := make([]dataplane.Time, len(spans))
+	lat := make([]float64, len(spans))
 	var end dataplane.Time
 	for i, s := range spans {
-		lat[i] = s.done - s.arrival
+		lat[i] = float64(s.done - s.arrival)
 		end = max(end, s.done)
 	}
-	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
-	w := max(MinTimelineWindow, 3*lat[len(lat)/2])
+	w := max(MinTimelineWindow, dataplane.Time(3*quantile.Median(lat)))
 	// Slide the window in steps of w/8: a request fits the windows starting in
 	// [done-w, arrival]; a difference array counts them all in one pass.
 	step := max(w/8, 1)

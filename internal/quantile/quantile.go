@@ -86,6 +86,11 @@ func AppendRanks(ks []int, n int, q float64) []int {
 // Of is the q-th percentile of xs in any order (a sorted copy's Percentile).
 func Of(xs []float64, q float64) float64 { return Percentile(Sorted(xs), q) }
 
+// Median is the 50th percentile of xs in any order, by the package's definition: the
+// middle sample for an odd count, the mean of the middle two for an even one (0 for none).
+// xs is left as it was.
+func Median(xs []float64) float64 { return Of(xs, 50) }
+
 // NearestRank is the q-th percentile (q in [0, 100], clamped) of sorted by the nearest-rank
 // definition (numpy's method "inverted_cdf", Hyndman and Fan's definition 1): the smallest
 // sample with at least q% of the samples at or below it, x[⌈n·q/100⌉−1] (x[0] for q = 0).

@@ -49,6 +49,35 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
+// TestMedian: the middle sample, or the mean of the middle two (numpy.median), of samples
+// in any order, never the upper or lower middle alone.
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		xs   []float64
+		want float64
+	}{
+		{"none", nil, 0},
+		{"one", []float64{4}, 4},
+		{"odd unsorted", []float64{9, 1, 5}, 5},
+		{"even: mean of the middle two", []float64{10, 1, 4, 2}, 3},
+		{"even with a tie", []float64{2, 2, 7, 1}, 2},
+		{"negative and repeated", []float64{-3, -1, -1, 8, 0}, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := append([]float64(nil), tc.xs...)
+			if got := Median(in); got != tc.want {
+				t.Errorf("Median(%v) = %g, want %g", tc.xs, got, tc.want)
+			}
+			for i := range in {
+				if in[i] != tc.xs[i] {
+					t.Fatalf("Median reordered its input: %v", in)
+				}
+			}
+		})
+	}
+}
+
 func TestMeanStd(t *testing.T) {
 	for _, tc := range []struct {
 		xs        []float64

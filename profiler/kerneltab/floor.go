@@ -3,10 +3,10 @@ package kerneltab
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/plan-dev/plan/internal/quantile"
 	"github.com/plan-dev/plan/profiler/gpus"
 )
 
@@ -213,8 +213,7 @@ func (t *Tables) suspectSlices(table string) map[string]SuspectSlice {
 		if len(ratios) == 0 {
 			continue
 		}
-		sort.Float64s(ratios)
-		st := stat{med: ratios[len(ratios)/2], bad: bad, all: len(ratios)}
+		st := stat{med: quantile.Median(ratios), bad: bad, all: len(ratios)}
 		stats[slice] = st
 		if s, ok := parseMoESlice(slice); ok && s.DType == BF16 {
 			bf16 = append(bf16, st.med)
@@ -223,14 +222,14 @@ func (t *Tables) suspectSlices(table string) map[string]SuspectSlice {
 	if len(bf16) == 0 {
 		return nil
 	}
-	sort.Float64s(bf16)
+	bf16Med := quantile.Median(bf16)
 	out := map[string]SuspectSlice{}
 	for slice, st := range stats {
 		s, ok := parseMoESlice(slice)
 		if !ok || s.DType == BF16 || st.med <= SuspectFloorMultiple {
 			continue
 		}
-		ref := bf16[len(bf16)/2]
+		ref := bf16Med
 		b := s
 		b.DType = BF16
 		if bs, ok := stats[b.slice()]; ok {
