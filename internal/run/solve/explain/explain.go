@@ -36,6 +36,13 @@ const (
 	MaxScale = 64
 	// DefaultMaxProbes is the most solves one explanation runs.
 	DefaultMaxProbes = 48
+	// MaxEachSLO is the most SLOs relaxed one at a time (the others as given): each is a
+	// search of its own, so a workload of many classes has those of the applications the
+	// closest plan misses searched first and the rest named as not searched.
+	MaxEachSLO = 4
+	// eachSLOProbes are the solves the default budget adds for each SLO relaxed alone: a
+	// doubling to ×64 and a bisection to Tolerance take about a dozen.
+	eachSLOProbes = 12
 )
 
 // Outcome is one probe's verdict: whether `plan solve` would succeed on these inputs.
@@ -74,6 +81,11 @@ type Explanation struct {
 	Closest Closest `json:"closest"`
 	// SLO is the smallest factor on every SLO at which the solve succeeds.
 	SLO *Relaxation `json:"slo,omitempty"`
+	// EachSLO are the SLOs relaxed one at a time, the others as given (a workload of two
+	// or more): each one's smallest factor at which the solve succeeds, or why none does
+	// (another target binds). EachSLONote says which SLOs were not searched.
+	EachSLO     []SLOAlone `json:"each_slo,omitempty"`
+	EachSLONote string     `json:"each_slo_note,omitempty"`
 	// Rate is the largest factor on every stated rate at which it succeeds.
 	Rate *Relaxation `json:"rate,omitempty"`
 	// GPUs are the additions, per GPU type, that make the SLOs as given feasible, cheapest
@@ -117,6 +129,13 @@ type Relaxation struct {
 	Narrowed bool         `json:"narrowed"`
 	SLOs     []SLOTarget  `json:"slos,omitempty"`
 	Rates    []RateTarget `json:"rates,omitempty"`
+}
+
+// SLOAlone is one SLO relaxed on its own: the target and its relaxation (Relaxation.SLOs
+// holds the target at the stated factor).
+type SLOAlone struct {
+	Target SLOTarget   `json:"target"`
+	Relax  *Relaxation `json:"relaxation"`
 }
 
 // GPUAdd is a number of GPUs of one type whose addition makes the SLOs as given feasible.
@@ -335,6 +354,15 @@ func Explain(ctx context.Context, r Request) (*Explanation, error) {
 			return nil
 		},
 	}
+	if eachSLOSearched(slos, r.Settings) {
+		knobs = append(knobs, func() (err error) {
+			ex.EachSLO, ex.EachSLONote, err = s.eachSLO(ctx, slos, ex.SLO)
+			return err
+		})
+		if r.MaxProbes <= 0 {
+			s.max += eachSLOProbes * min(len(slos), MaxEachSLO)
+		}
+	}
 	for i, knob := range knobs {
 		s.share(len(knobs) - i)
 		if err := knob(); err != nil {
@@ -353,6 +381,83 @@ func Explain(ctx context.Context, r Request) (*Explanation, error) {
 	}
 	ex.Solves, ex.CutShort = s.solves, strings.Join(s.cuts, "; ")
 	return ex, nil
+}
+
+// eachSLO relaxes each SLO on its own, the others as given, for a workload of two or more
+// (--slo, which overrides the workload's, is one target): the targets of the applications
+// the failed solve's plan misses first, at most MaxEachSLO, each with its share of what is
+// left of the solves and the time. all is the every-SLO relaxation: where even it found no
+// factor, none relaxed alone would, and none is searched.
+func (s *searcher) eachSLO(ctx context.Context, slos []SLOTarget, all *Relaxation) ([]SLOAlone, string, error) {
+	if all == nil || !all.Found {
+		return nil, "not searched: no factor on every SLO together succeeds", nil
+	}
+	order := missedFirst(slos, s.req.Failure)
+	var skipped []string
+	if len(order) > MaxEachSLO {
+		for _, t := range order[MaxEachSLO:] {
+			skipped = append(skipped, t.who())
+		}
+		order = order[:MaxEachSLO]
+	}
+	var out []SLOAlone
+	knobEnd, knobMax := s.knobEnd, s.knobMax
+	for i, t := range order {
+		// Each target's share of this knob's solves and time.
+		s.cut = ""
+		left := len(order) - i
+		s.knobMax = s.solves + max(1, (knobMax-s.solves)/left)
+		if !knobEnd.IsZero() {
+			s.knobEnd = time.Now().Add(time.Until(knobEnd) / time.Duration(left))
+		}
+		rel, _, err := s.relax(ctx, t.who()+" alone", func(k float64) (planner.Inputs, planner.Settings, error) {
+			return ScaleSLO(s.req.In, s.req.Settings, s.req.Secs, t.Path, k)
+		}, MaxScale, roundUp3)
+		if err != nil {
+			return nil, "", err
+		}
+		if rel.Found {
+			rt := t
+			rt.Relaxed = t.relaxed(rel.Scale)
+			rel.SLOs = []SLOTarget{rt}
+		} else if rel.None == "" {
+			rel.None = fmt.Sprintf("no factor on it alone up to ×%d succeeds: another target binds", MaxScale)
+		}
+		out = append(out, SLOAlone{Target: t, Relax: rel})
+	}
+	note := ""
+	if len(skipped) > 0 {
+		note = fmt.Sprintf("%d more not searched alone (at most %d are): %s", len(skipped), MaxEachSLO, strings.Join(skipped, ", "))
+	}
+	return out, note, nil
+}
+
+// eachSLOSearched says whether the SLOs are relaxed one at a time too: two or more, and no
+// --slo (which overrides the workload's: one target).
+func eachSLOSearched(slos []SLOTarget, st planner.Settings) bool {
+	return len(slos) >= 2 && st.SLO == 0
+}
+
+// missedFirst orders the SLO targets with those of the applications the failed plan misses
+// first, each group in the workload's order.
+func missedFirst(slos []SLOTarget, f Outcome) []SLOTarget {
+	missed := map[string]bool{}
+	if f.Plan != nil && f.Plan.Prediction != nil {
+		for _, a := range f.Plan.Prediction.Apps {
+			if !a.Meets {
+				missed[a.Name] = true
+			}
+		}
+	}
+	out := make([]SLOTarget, 0, len(slos))
+	for _, first := range []bool{true, false} {
+		for _, t := range slos {
+			if (t.Name != "" && missed[t.Name]) == first {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
 }
 
 // widest reports whether the solve succeeds with every knob at its bound together.

@@ -91,7 +91,18 @@ func SLOTargets(in planner.Inputs, s planner.Settings) ([]SLOTarget, error) {
 // from its JSON with the fields changed (so it is validated as a file would be), and --slo
 // times k where given.
 func ScaleSLOs(in planner.Inputs, s planner.Settings, secs *formats.SectionSet, k float64) (planner.Inputs, planner.Settings, error) {
-	if s.SLO > 0 {
+	return scaleSLOsWhere(in, s, secs, k, func(string) bool { return true })
+}
+
+// ScaleSLO is in and s with the one SLO at path (a SLOTarget's Path) times k, every other
+// as given.
+func ScaleSLO(in planner.Inputs, s planner.Settings, secs *formats.SectionSet, path string, k float64) (planner.Inputs, planner.Settings, error) {
+	return scaleSLOsWhere(in, s, secs, k, func(p string) bool { return p == path })
+}
+
+// scaleSLOsWhere is ScaleSLOs over the SLOs whose path pick accepts.
+func scaleSLOsWhere(in planner.Inputs, s planner.Settings, secs *formats.SectionSet, k float64, pick func(path string) bool) (planner.Inputs, planner.Settings, error) {
+	if s.SLO > 0 && pick("--slo") {
 		s.SLO = scaleDuration(s.SLO, k)
 	}
 	if in.Workload == nil {
@@ -102,6 +113,9 @@ func ScaleSLOs(in planner.Inputs, s planner.Settings, secs *formats.SectionSet, 
 		return in, s, err
 	}
 	walkSLOs(tree, "", "", func(path, name, key string, v any) any {
+		if !pick(path) {
+			return v
+		}
 		switch x := v.(type) {
 		case string:
 			if d, err := time.ParseDuration(x); err == nil && d > 0 {
@@ -275,15 +289,20 @@ func AddGPUs(in planner.Inputs, o GPUOption, n int) planner.Inputs {
 	return in
 }
 
+// who names the target as the text does: its application and field ("chat ttft_slo"), or
+// its path where no application is named.
+func (t SLOTarget) who() string {
+	if t.Name == "" {
+		return t.Path
+	}
+	return t.Name + " " + t.Path[strings.LastIndex(t.Path, ".")+1:]
+}
+
 // describeSLOs is "model demo slo 1ms → 4.73ms, ..." for the targets at factor k.
 func describeSLOs(ts []SLOTarget) string {
 	parts := make([]string, len(ts))
 	for i, t := range ts {
-		who := t.Path
-		if t.Name != "" {
-			who = t.Name + " " + t.Path[strings.LastIndex(t.Path, ".")+1:]
-		}
-		parts[i] = fmt.Sprintf("%s %s → %s", who, t.Value, t.Relaxed)
+		parts[i] = fmt.Sprintf("%s %s → %s", t.who(), t.Value, t.Relaxed)
 	}
 	return strings.Join(parts, ", ")
 }

@@ -24,6 +24,15 @@ func (ex *Explanation) Lines() []string {
 	if r := ex.SLO; r != nil {
 		out = append(out, "  SLO: "+r.sloLine())
 	}
+	if len(ex.EachSLO) > 0 || ex.EachSLONote != "" {
+		out = append(out, "  each SLO alone, the others as given:")
+		for _, e := range ex.EachSLO {
+			out = append(out, "    "+e.line())
+		}
+		if ex.EachSLONote != "" {
+			out = append(out, "    "+ex.EachSLONote)
+		}
+	}
 	if r := ex.Rate; r != nil {
 		out = append(out, "  rate: "+r.rateLine())
 	}
@@ -47,6 +56,15 @@ func (r *Relaxation) sloLine() string {
 		return "no relaxation: " + r.None
 	}
 	s := fmt.Sprintf("every SLO ×%s succeeds (%s)", fmtScale(r.Scale), describeSLOs(r.SLOs))
+	return s + r.checkPhrase(fmt.Sprintf("×%s", fmtScale(r.Checked)))
+}
+
+func (e SLOAlone) line() string {
+	r := e.Relax
+	if !r.Found {
+		return fmt.Sprintf("%s %s: %s", e.Target.who(), e.Target.Value, r.None)
+	}
+	s := fmt.Sprintf("%s %s → %s (×%s) succeeds", e.Target.who(), e.Target.Value, r.SLOs[0].Relaxed, fmtScale(r.Scale))
 	return s + r.checkPhrase(fmt.Sprintf("×%s", fmtScale(r.Checked)))
 }
 
