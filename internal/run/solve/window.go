@@ -92,7 +92,11 @@ func runWindows(ctx context.Context, a Args, io *run.IO, sys system.System, pl p
 		settings.Status = phase
 		plan, err := predict.Solve(ctx, a.Systems, pl, wi, settings, a.Arrivals, phase)
 		if err != nil {
-			return nil, solveError(withFileNames(err, a.Inputs, sys))
+			err = withFileNames(err, a.Inputs, sys)
+			if refusedTarget(ctx, err) { // what would make this window's plan feasible
+				return nil, explainFailure(ctx, a, io, sys, wi, settings, fmt.Errorf("window plan (%s): %w", describeRates(wl), err), nil)
+			}
+			return nil, solveError(err)
 		}
 		if ps, ok := pl.(predictionStater); ok { // each window's plan states what it serves, as plan solve's
 			if _, err := ps.StatePrediction(plan, a.AcceptMiss); err != nil {
@@ -100,8 +104,8 @@ func runWindows(ctx context.Context, a Args, io *run.IO, sys system.System, pl p
 			}
 		}
 		if !plan.Prediction.Meets && plan.Prediction.Basis == formats.PredictionBasisRates && !a.AcceptMiss {
-			return nil, run.UsageErrorf("window plan (%s) misses its target at the window's peak rates, in simulation: %s (nothing written; --accept-miss writes it with the miss recorded)",
-				describeRates(wl), strings.Join(predict.Misses(plan.Prediction), "; "))
+			return nil, explainFailure(ctx, a, io, sys, wi, settings, fmt.Errorf("window plan (%s) misses its target at the window's peak rates, in simulation: %s (nothing written; --accept-miss writes it with the miss recorded)",
+				describeRates(wl), strings.Join(predict.Misses(plan.Prediction), "; ")), plan)
 		}
 		return plan, nil
 	}

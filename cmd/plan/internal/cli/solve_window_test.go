@@ -130,7 +130,9 @@ func dominates(a, b []float64) bool {
 
 // TestBadInputSolveWindows: a window longer than the trace, a non-positive window, a trace
 // without a column for a model of the workload, a trace without a window and a window
-// without the cost objective exit 2 naming the flag (or file) and the value, writing nothing.
+// without the cost objective exit 2 naming the flag (or file) and the value, writing nothing;
+// a window whose target cannot be met exits 2 naming the window and saying what would make
+// its plan feasible, as plan solve does.
 func TestBadInputSolveWindows(t *testing.T) {
 	toy := "testdata/schedule/toy-3windows.csv"
 	runBadInput(t, []badInputCase{
@@ -142,6 +144,8 @@ func TestBadInputSolveWindows(t *testing.T) {
 			code: ExitUsage, want: []string{"--window -1h0m0s", "must be > 0"}},
 		{name: "missing column", args: windowArgs("s.json", "--trace", "testdata/schedule/missing-column.csv", "--window", "1m"), out: "s.json",
 			code: ExitUsage, want: []string{"missing-column.csv", `no column for "m1"`}},
+		{name: "a window's target cannot be met", args: windowArgs("s.json", "--trace", toy, "--window", "2m", "--slo", "1ms"), out: "s.json",
+			code: ExitUsage, want: []string{"window plan (m0 66 req/s, m1 132 req/s)", "smallest feasible SLO", "what would make it feasible", "SLO: every SLO ×", "GPUs to add: none would"}},
 		{name: "no window", args: windowArgs("s.json", "--trace", toy), out: "s.json",
 			code: ExitUsage, want: []string{"--trace " + toy, "needs --window"}},
 		{name: "no cost objective", args: []string{"solve", "-q", "--profile", "testdata/ppipe/profile.json", "--cluster", "testdata/cost/cluster-priced.yaml",
