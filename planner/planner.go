@@ -34,6 +34,11 @@ type Settings struct {
 	Strategy  string
 	TimeLimit time.Duration
 	Gap       float64
+	// Deadline, when set, is when the whole command ends (`plan solve`: its start plus
+	// --time-limit): the solve, the prediction of its plan, any re-solve and the writing all
+	// fit before it, so a planner that reads it ends its solve by it less what follows.
+	// TimeLimit stays what the plan records. Zero: TimeLimit from the planner's own start.
+	Deadline time.Time
 	// Deterministic records no wall-clock times, so identical inputs give identical plans.
 	Deterministic bool
 	// Progress, if set, receives solver progress (from the solving goroutine).

@@ -126,6 +126,10 @@ type Options struct {
 	// the whole command. It is asked again as the solve learns how large the plan will be
 	// (the NP plan, then the LP bound).
 	Reserve func(rps float64) time.Duration
+	// Deadline, when set and earlier than the solve's start plus TimeLimit, is when the
+	// caller's whole command ends (planner.Settings.Deadline): the solve ends by it, less
+	// Reserve, and TimeLimit stays what the plan records.
+	Deadline time.Time
 
 	// hooks are what tests and diagnostics inject into the solve (nil: none).
 	hooks *solveHooks

@@ -96,18 +96,27 @@ func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) 
 // shares, races, proofs, cut-offs) is each phase's own option (solveCall, cutoffOpts), never
 // a session field set for the next phase and reset after it.
 type session struct {
-	p        *problem
-	ctx      context.Context
-	began    time.Time
+	p     *problem
+	ctx   context.Context
+	began time.Time
+	// end is when the solve must end with nothing left for its caller: began plus
+	// TimeLimit, or Options.Deadline where earlier. deadline is end less the caller's
+	// reserve (reserveFor), the time the phases share.
+	end      time.Time
 	deadline time.Time
 	hooks    solveHooks
 	nodes    int64
 }
 
 // newSession starts the clock of a solve of p: its deadline is Options.TimeLimit after began,
-// and the hooks are Options' (none outside tests and diagnostics).
+// or Options.Deadline where that is earlier (the command's, whose inputs were read before
+// the solve began), and the hooks are Options' (none outside tests and diagnostics).
 func newSession(ctx context.Context, p *problem, began time.Time) *session {
-	s := &session{p: p, ctx: ctx, began: began, deadline: began.Add(p.opts.TimeLimit)}
+	end := began.Add(p.opts.TimeLimit)
+	if d := p.opts.Deadline; !d.IsZero() && d.Before(end) {
+		end = d
+	}
+	s := &session{p: p, ctx: ctx, began: began, end: end, deadline: end}
 	if h := p.opts.hooks; h != nil {
 		s.hooks = *h
 	}
@@ -116,8 +125,8 @@ func newSession(ctx context.Context, p *problem, began time.Time) *session {
 
 // reserveFor moves the session's deadline to leave Options.Reserve of a plan with objective
 // obj (a plan found or a bound: the reserve grows with the rates, so the larger estimate
-// stands) before TimeLimit, at most half of it. obj is Σx for one model and the weighted
-// minimum z for several, whose targets z·w_m add up to z·Σw.
+// stands) before its end, at most half of the time from began to end. obj is Σx for one
+// model and the weighted minimum z for several, whose targets z·w_m add up to z·Σw.
 func (s *session) reserveFor(obj float64) {
 	f := s.p.opts.Reserve
 	if f == nil || math.IsInf(obj, 0) || math.IsNaN(obj) || obj <= 0 {
@@ -130,8 +139,8 @@ func (s *session) reserveFor(obj float64) {
 			rps += obj * md.weight
 		}
 	}
-	tl := s.p.opts.TimeLimit
-	d := s.began.Add(tl - min(f(rps), tl/2))
+	tl := max(s.end.Sub(s.began), 0)
+	d := s.end.Add(-min(f(rps), tl/2))
 	if d.Before(s.deadline) {
 		s.deadline = d
 	}
@@ -147,6 +156,9 @@ type solveHooks struct {
 	result func(phase string, res *solver.Result) *solver.Result
 	// log receives HiGHS's log (tests and benchmarks set it for diagnosis).
 	log io.Writer
+	// call, when set, receives each solver call's phase, the time limit HiGHS is given and
+	// the time it is stopped at (tests of the deadline every call keeps).
+	call func(phase string, limit time.Duration, hard time.Time)
 }
 
 // solved is what a strategy (np, dartr, ppipe) returns: the plan's pipelines and what the
@@ -221,8 +233,8 @@ type solveCall struct {
 const minCall = 50 * time.Millisecond
 
 // overrun is how far past its time limit a HiGHS call may run before it is stopped, for a
-// solve limited to limit: 1% of it, between 20 ms and 300 ms (a simplex pass on the
-// largest bundled models, K = 4, P = 3, takes about 0.2 s in WebAssembly).
+// solve with limit from its start to its end: 1% of it, between 20 ms and 300 ms (a simplex
+// pass on the largest bundled models, K = 4, P = 3, takes about 0.2 s in WebAssembly).
 func overrun(limit time.Duration) time.Duration {
 	return min(max(limit/100, 20*time.Millisecond), 300*time.Millisecond)
 }
@@ -250,7 +262,8 @@ func (s *session) solve(b *built, c solveCall) (*solver.Result, error) {
 	if !c.deadline.IsZero() {
 		deadline = c.deadline
 	}
-	remaining := time.Until(deadline)
+	now := time.Now()
+	remaining := deadline.Sub(now)
 	if c.limit > 0 && c.limit < remaining {
 		remaining = c.limit
 	}
@@ -258,10 +271,14 @@ func (s *session) solve(b *built, c solveCall) (*solver.Result, error) {
 	// round, a node), so a call runs past it by up to a step: ask for the limit less that
 	// overrun, and stop the call outright a little after it (the phases keep the incumbent
 	// of the phases before, as on a time limit without a solution).
-	hard := time.Now().Add(remaining + overrun(s.p.opts.TimeLimit))
-	remaining -= overrun(s.p.opts.TimeLimit)
+	over := overrun(s.end.Sub(s.began))
+	hard := now.Add(remaining + over)
+	remaining -= over
 	if remaining < minCall {
 		remaining = minCall
+	}
+	if h := s.hooks.call; h != nil {
+		h(c.phase, remaining, hard)
 	}
 	gap := s.p.opts.Gap
 	if c.gap > 0 {

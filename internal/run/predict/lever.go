@@ -52,7 +52,9 @@ func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in pl
 // completes it. A caller that only asks whether a solve would succeed (solve's explanation
 // of an infeasible target, internal/run/solve/explain) stops here.
 func Attempt(ctx context.Context, reg *systems.Registry, pl planner.Planner, in planner.Inputs, settings planner.Settings, arrivals string, note func(string)) (*formats.Plan, *sim.Prediction, error) {
-	return attempt(ctx, pl, in, settings, note, newBudget(ctx, settings.TimeLimit, now), func(p *formats.Plan) (*sim.Prediction, *formats.Prediction, error) {
+	b := newBudget(ctx, settings.TimeLimit, now)
+	b.by(settings.Deadline)
+	return attempt(ctx, pl, in, settings, note, b, func(p *formats.Plan) (*sim.Prediction, *formats.Prediction, error) {
 		started, err := Start(ctx, reg, p, arrivals)
 		if err != nil {
 			return nil, nil, err
@@ -77,10 +79,12 @@ func attempt(ctx context.Context, pl planner.Planner, in planner.Inputs, setting
 		}
 	}
 	status("predicting: simulating the plan at the workload's rates")
+	t0 := b.now()
 	first, pr, err := predict(plan)
 	if err != nil {
 		return nil, nil, err
 	}
+	b.measured(b.now().Sub(t0))
 	if pr.Meets || pr.Basis != formats.PredictionBasisRates || in.Workload == nil {
 		return plan, first, nil
 	}
@@ -139,11 +143,33 @@ const minResolve = 500 * time.Millisecond
 
 // budget is what is left of --time-limit for the re-solves at a margin: the limit bounds
 // the whole command (the solve at the rates, its prediction, the re-solves and theirs), so
-// each re-solve is given a share of what remains, not a limit of its own.
+// each re-solve is given a share of what remains, less the prediction that follows it, not
+// a limit of its own.
 type budget struct {
 	deadline time.Time // zero: no limit (a caller without one)
 	now      func() time.Time
+	// predict is the wall time a re-solved plan's prediction is expected to take: the
+	// first plan's, as measured, times predictionGrowth (0 until measured).
+	predict time.Duration
 }
+
+// predictionGrowth is how much longer than the first plan's verdict at its rates (its
+// load-1 run and replications, what attempt measures) a re-solved plan's prediction may
+// take: the same verdict, then, for the plan kept, the headroom search (Solve), whose runs
+// came to 1.3–8× the verdict's on the PPipe regression cases under two busy cores.
+const predictionGrowth = 8
+
+// by moves the budget's deadline to d where d is set and earlier (the command's,
+// planner.Settings.Deadline).
+func (b *budget) by(d time.Time) {
+	if !d.IsZero() && (b.deadline.IsZero() || d.Before(b.deadline)) {
+		b.deadline = d
+	}
+}
+
+// measured records the wall time the first plan's verdict took: each re-solve then leaves
+// its own prediction predictionGrowth times that.
+func (b *budget) measured(d time.Duration) { b.predict = predictionGrowth * max(d, 0) }
 
 // newBudget starts the budget of a command limited to limit (≤ 0: none) now, or to ctx's
 // deadline where that is earlier.
@@ -159,14 +185,15 @@ func newBudget(ctx context.Context, limit time.Duration, clock func() time.Time)
 }
 
 // share is the time limit of the next re-solve when left re-solves (this one included) may
-// still run: an equal share of the time remaining, which a re-solve that ends early passes
-// on to the next. ok is false when less than minResolve remains; limit is 0 when there is
-// no deadline (the caller's limit stands).
+// still run: an equal share of the time remaining less the re-solved plan's own prediction
+// (b.predict), which a re-solve that ends early passes on to the next. ok is false when
+// less than minResolve remains for it; limit is 0 when there is no deadline (the caller's
+// limit stands).
 func (b budget) share(left int) (limit time.Duration, ok bool) {
 	if b.deadline.IsZero() {
 		return 0, true
 	}
-	rem := b.deadline.Sub(b.now())
+	rem := b.deadline.Sub(b.now()) - b.predict
 	if rem < minResolve {
 		return 0, false
 	}

@@ -21,7 +21,7 @@ func (c *clock) spend(d time.Duration)            { c.t = c.t.Add(d) }
 func (c *clock) since(t0 time.Time) time.Duration { return c.t.Sub(t0) }
 
 // limitPlanner records the time limit of each solve and spends spend[i] of it on solve i
-// (the clock's, not the wall's).
+// (the clock's, not the wall's; a negative spend[i] spends the whole limit).
 type limitPlanner struct {
 	c      *clock
 	spend  []time.Duration
@@ -33,39 +33,46 @@ func (p *limitPlanner) Options() any { return nil }
 func (p *limitPlanner) Solve(_ context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
 	i := len(p.limits)
 	p.limits = append(p.limits, s.TimeLimit)
-	if i < len(p.spend) {
+	switch {
+	case i < len(p.spend) && p.spend[i] < 0:
+		p.c.spend(s.TimeLimit)
+	case i < len(p.spend):
 		p.c.spend(p.spend[i])
 	}
 	return &formats.Plan{Provenance: formats.Provenance{Embedded: &formats.EmbeddedInputs{Workload: in.Workload}}}, nil
 }
 
 // TestResolveBudget: when a plan misses at its rates, the re-solves at a margin share what is
-// left of the command's time limit (each an equal share of the remainder, what one leaves
-// passed on), so that the limit bounds the whole command; with too little left none starts.
-// Time is the test clock's, so the limits are exact.
+// left of the command's time limit less the prediction each re-solved plan needs (the first
+// plan's verdict, measured, times predictionGrowth; each an equal share of the remainder,
+// what one leaves passed on), so that the limit bounds the whole command; with too little
+// left none starts, with a note saying so. Time is the test clock's, so the limits are exact.
 func TestResolveBudget(t *testing.T) {
 	w, err := formats.ReadInto[*formats.Workload]("../../../testdata/ppipe/workload-rate.yaml", intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	const predictCost = time.Second
+	const predictCost = time.Second // each prediction's, on the clock: 8 s left for each re-solve's
 	s := time.Second
 	for _, tc := range []struct {
 		name  string
 		limit time.Duration
-		spend []time.Duration // per solve: the solve at the rates, then the re-solves
-		want  []time.Duration // the limit each solve is given
+		spend []time.Duration // per solve: the solve at the rates, then the re-solves (-1: all its limit)
+		want  []time.Duration // the limit each solve is given (nil: only the count, len(spend), is checked)
 	}{
-		// 60 s: the solve at the rates and its prediction take 21 s, 39 s are left for four
-		// margins: 9.75 s each; the first ends at once (its prediction 1 s), so 38 s are
-		// left for three, then 37 s for two, then 36 s for the last.
+		// 60 s: the solve at the rates and its prediction take 21 s, 39 s are left, less 8 s
+		// for the re-solved plan's prediction, for four margins: 7.75 s each; the first ends
+		// at once (its prediction 1 s), so 38 − 8 s are left for three, then 29 s for two,
+		// then 28 s for the last.
 		{name: "shared", limit: 60 * s, spend: []time.Duration{20 * s, 0, 0, 0, 0},
-			want: []time.Duration{60 * s, 9750 * time.Millisecond, 38 * s / 3, 37 * s / 2, 36 * s}},
-		// Each re-solve runs its whole share: the shares stay equal, the total within 60 s.
-		{name: "each runs its share", limit: 60 * s, spend: []time.Duration{19 * s, 9 * s, 9 * s, 9 * s, 9 * s},
-			want: []time.Duration{60 * s, 10 * s, 10 * s, 10 * s, 10 * s}},
+			want: []time.Duration{60 * s, 7750 * time.Millisecond, 10 * s, 14500 * time.Millisecond, 28 * s}},
+		// Each re-solve runs its whole share: the total stays within 60 s.
+		{name: "each runs its share", limit: 60 * s, spend: []time.Duration{19 * s, -1, -1, -1, -1}},
 		// The solve at the rates and its prediction took all but 0.2 s: no re-solve starts.
 		{name: "none left", limit: 10 * s, spend: []time.Duration{8800 * time.Millisecond},
+			want: []time.Duration{10 * s}},
+		// 6 s are left, but a re-solved plan's prediction is expected to take 8 s: none starts.
+		{name: "prediction too long", limit: 10 * s, spend: []time.Duration{3 * s},
 			want: []time.Duration{10 * s}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,7 +89,16 @@ func TestResolveBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(pl.limits) != len(tc.want) {
+			if tc.want == nil {
+				if len(pl.limits) != len(tc.spend) {
+					t.Fatalf("limits %v: want %d solves (notes %q)", pl.limits, len(tc.spend), notes)
+				}
+				for i, l := range pl.limits[1:] {
+					if l < minResolve {
+						t.Errorf("re-solve %d: limit %v, below %v", i+1, l, minResolve)
+					}
+				}
+			} else if len(pl.limits) != len(tc.want) {
 				t.Fatalf("limits %v, want %v (notes %q)", pl.limits, tc.want, notes)
 			}
 			for i := range tc.want {
@@ -111,6 +127,14 @@ func TestBudgetContextDeadline(t *testing.T) {
 	}
 	if got, ok := newBudget(context.Background(), 0, c.now).share(4); !ok || got != 0 {
 		t.Errorf("share without a limit: %v, %v; want 0 (the caller's)", got, ok)
+	}
+	// The command's deadline (planner.Settings.Deadline, from its start) bounds the
+	// re-solves where it is earlier than the limit from the solve's start; a later one not.
+	b := newBudget(context.Background(), time.Minute, c.now)
+	b.by(c.now().Add(4 * time.Second))
+	b.by(c.now().Add(time.Hour))
+	if got, ok := b.share(4); !ok || got != time.Second {
+		t.Errorf("share under a 4 s command deadline: %v, %v; want 1s", got, ok)
 	}
 }
 

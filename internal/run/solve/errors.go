@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/plan-dev/plan/formats"
 	progressline "github.com/plan-dev/plan/internal/progress"
@@ -128,6 +129,9 @@ type FailureReport struct {
 // finds that no knob explains the failure (bad input), the error is reported as it was.
 func explainFailure(ctx context.Context, a Args, io *run.IO, sys system.System, in planner.Inputs, settings planner.Settings, err error, missed *formats.Plan) error {
 	settings.Progress, settings.Status = nil, nil
+	// The explanation's probes are solves of their own, bounded by its Limit, not by the
+	// failed command's deadline (already spent).
+	settings.Deadline = time.Time{}
 	task := progressline.NewStatus(io.Err, io.Quiet, "explain "+sys.Name)
 	solves := 0
 	probe := func(ctx context.Context, in planner.Inputs, s planner.Settings) (explain.Outcome, error) {

@@ -83,6 +83,10 @@ type Args struct {
 
 // Run solves, predicts and writes the plan (or the schedule, with Window.Given).
 func Run(ctx context.Context, a Args, io *run.IO) error {
+	// --time-limit bounds the whole command from here: loading the inputs, the solve, the
+	// prediction of its plan, any re-solve at a rate margin and the writing
+	// (planner.Settings.Deadline).
+	began := time.Now()
 	if a.Out == "" {
 		return run.UsageErrorf("--out: must not be empty")
 	}
@@ -132,7 +136,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 		}
 	}
 	settings := planner.Settings{AcceptMiss: a.AcceptMiss, SLO: a.SLO, Strategy: a.Strategy, TimeLimit: a.TimeLimit, Gap: a.Gap,
-		Deterministic: a.Deterministic, ToolVersion: a.ToolVersion}
+		Deterministic: a.Deterministic, ToolVersion: a.ToolVersion, Deadline: began.Add(a.TimeLimit)}
 	if err := ApplyObjective(io, a.Objective, a.Spot, a.Cluster, in, &settings); err != nil {
 		return err
 	}

@@ -63,6 +63,9 @@ func runWindows(ctx context.Context, a Args, io *run.IO, sys system.System, pl p
 	// for identical inputs.
 	settings.Deterministic = true
 	settings.Progress = nil
+	// Each window's plan is a solve of its own under --time-limit, not a share of one
+	// command's deadline.
+	settings.Deadline = time.Time{}
 	// The status line: one step per window and the day's peak, naming the rates being
 	// solved and the phase the window is in (the rate lever's re-checks say theirs).
 	total := int(math.Ceil(rates.Span()/w.Window.Seconds()-1e-9)) + 1

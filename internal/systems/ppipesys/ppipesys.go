@@ -71,7 +71,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	f.Strategy, f.SLO, f.TimeLimit, f.Gap = s.Strategy, formats.Duration(s.SLO), formats.Duration(s.TimeLimit), s.Gap
 	opts := f.Options()
 	opts.Deterministic, opts.Progress, opts.ToolVersion = s.Deterministic, s.Progress, s.ToolVersion
-	opts.Objective = s.Objective
+	opts.Objective, opts.Deadline = s.Objective, s.Deadline
 	cpu0, _ := cpuTime()
 	opts.Reserve = reserveFrom(time.Now(), cpu0)
 	plan, err := ppipe.Solve(ctx, ppipe.Inputs{Profiles: in.Profiles, Cluster: in.Cluster, Workload: in.Workload, Refs: in.Refs}, opts)
