@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strings"
 	"sync"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/dataplane/llm/sched/fcfs"
+	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/internal/quantile"
@@ -25,14 +25,9 @@ type Pcts struct {
 
 // Check is one SLO of a class judged at its percentile: the share of the class's requests
 // that met it (a refused request meets none) against the percentile (llm-deploy-search.md
-// §6; dataplane/workload.LLMChecks judges the simulator's runs the same way).
-type Check struct {
-	SLO        string
-	LimitUs    float64
-	Percentile float64
-	Share      float64
-	Met        bool
-}
+// §6). It is the simulator's check, judged by the same rule (workload.LLMChecks), so a probe
+// and `plan simulate` of the same requests reach the same verdict.
+type Check = workload.SLOCheck
 
 // ClassPrediction is what a probe measured of one class.
 type ClassPrediction struct {
@@ -80,48 +75,74 @@ func (AggregatedEvaluator) Probe(c Candidate, classes []llmspec.LLMClass, rate f
 	return Judge(classes, reqs, cls, res), nil
 }
 
-// Requests draws n requests of classes at their rate shares (all 0: equal shares), arriving
-// as a Poisson process of total rate req/s, their token counts from each class's full
-// length distribution (llm.DrawTokens, as the simulator draws them), seeded. The unit-rate
-// arrival times and the lengths depend on seed alone, so probes at different rates see the
-// same requests compressed or stretched in time (common random numbers: capacity is
-// monotone in the rate, so bisection is well posed). cls[i] is request i's class index.
+// Requests draws the first n requests of classes at their rate shares (all 0: equal shares)
+// of a total rate req/s, as the simulator draws them for a Poisson point (`plan simulate
+// --load 1 --seed seed`, sim.PoissonPoint) of a deployment whose applications are the
+// classes in order: each class a Poisson process of its own (workload.ArrivalSpec's, seeded
+// by workload.PointSeed(seed, 1, class index)), the requests numbered 0, 1, … in order of
+// arrival (ties: the lower class first), their token counts drawn by number from the class's
+// full length distribution (llm.DrawTokens, as the simulator's fillTokens). A class's
+// unit-rate arrival times depend on seed alone, so probes at different rates see the same
+// requests compressed or stretched in time (common random numbers: capacity is monotone in
+// the rate, so bisection is well posed). cls[i] is request i's class index. A rate the
+// arrival process refuses (not positive and finite) draws no requests.
 func Requests(classes []llmspec.LLMClass, rate float64, n int, seed uint64) ([]llm.Request, []int) {
-	rng := rand.New(rand.NewPCG(seed, 0x11d)) //nolint:gosec // a seeded simulation, not security
-	shares := make([]float64, len(classes))
-	total := 0.0
-	for i, c := range classes {
-		shares[i] = math.Max(c.RateRPS, 0)
-		total += shares[i]
-	}
-	for i := range shares {
-		if total > 0 {
-			shares[i] /= total
-		} else {
-			shares[i] = 1 / float64(len(classes))
+	poisson := workload.ArrivalSpec{Kind: "poisson"}
+	srcs := make([]workload.Source, len(classes))
+	next := make([]dataplane.Time, len(classes))
+	for k, r := range ClassRates(classes, rate) {
+		next[k] = dataplane.Never
+		if r <= 0 {
+			continue
 		}
-	}
-	reqs := make([]llm.Request, n)
-	cls := make([]int, n)
-	t := 0.0
-	for i := range reqs {
-		t += rng.ExpFloat64()
-		u, k := rng.Float64(), 0
-		for acc := shares[0]; u > acc && k < len(shares)-1; acc += shares[k] {
-			k++
+		src, err := poisson.New(r, classes[k].Name, workload.PointSeed(seed, 1, k))
+		if err != nil {
+			continue
 		}
-		id := seed<<32 + uint64(i)
-		c := classes[k]
-		reqs[i] = llm.Request{ID: dataplane.ReqID(id), Arrival: dataplane.Time(math.Round(t / rate * 1e6)),
+		srcs[k], next[k] = src, src.Next()
+	}
+	reqs := make([]llm.Request, 0, n)
+	cls := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		k := 0
+		for j := range next {
+			if next[j] < next[k] {
+				k = j
+			}
+		}
+		if next[k] == dataplane.Never {
+			break
+		}
+		c, id := classes[k], uint64(i)
+		r := llm.Request{ID: dataplane.ReqID(id), Arrival: next[k],
 			Prompt: llm.DrawTokens(c.InputTokens, id, llm.SaltPrompt), Out: llm.DrawTokens(c.OutputTokens, id, llm.SaltOutput)}
 		if c.PrefixTokens > 0 {
 			// The class's shared prompt prefix, named as the simulator names it
 			// (dataplane/qlm): an engine with enable_prefix_caching skips its cached blocks.
-			reqs[i].Prefix = &dataplane.Prefix{Group: "class/" + c.Name, GroupTokens: int32(c.PrefixTokens)}
+			r.Prefix = &dataplane.Prefix{Group: "class/" + c.Name, GroupTokens: int32(c.PrefixTokens)}
 		}
-		cls[i] = k
+		reqs, cls = append(reqs, r), append(cls, k)
+		next[k] = srcs[k].Next()
 	}
 	return reqs, cls
+}
+
+// ClassRates are the classes' arrival rates (req/s) at a total rate: each class's share of
+// the classes' rate_rps (all 0: equal shares) of rate.
+func ClassRates(classes []llmspec.LLMClass, rate float64) []float64 {
+	out := make([]float64, len(classes))
+	total := 0.0
+	for _, c := range classes {
+		total += math.Max(c.RateRPS, 0)
+	}
+	for k, c := range classes {
+		share := 1 / float64(len(classes))
+		if total > 0 {
+			share = math.Max(c.RateRPS, 0) / total
+		}
+		out[k] = rate * share
+	}
+	return out
 }
 
 // warmupShare of the requests (the first arrivals, into an empty engine) is not judged.
@@ -133,9 +154,13 @@ const warmupShare = 0.05
 func Judge(classes []llmspec.LLMClass, reqs []llm.Request, cls []int, res []llm.Result) []ClassPrediction {
 	skip := int(float64(len(reqs)) * warmupShare)
 	type acc struct {
-		ttft, tpot, e2e          []float64
-		n, e2eOK, ttftOK, tpotOK int
-		out                      int64
+		ttft, tpot, e2e []float64
+		n               int
+		out             int64
+		// answered and missed are what the simulator counts of a class (workload.LLMMetrics):
+		// the requests answered, and of them those past each SLO.
+		answered int
+		missed   [nSLOs]int
 	}
 	a := make([]acc, len(classes))
 	for i := skip; i < len(reqs); i++ {
@@ -150,37 +175,41 @@ func Judge(classes []llmspec.LLMClass, reqs []llm.Request, cls []int, res []llm.
 		if reqs[i].Out > 1 {
 			c.tpot = append(c.tpot, j.tpot)
 		}
-		if j.ok[sloE2E] {
-			c.e2eOK++
-		}
-		if j.ok[sloTTFT] {
-			c.ttftOK++
-		}
-		if j.ok[sloTPOT] {
-			c.tpotOK++
+		c.answered++
+		for slo, ok := range j.ok {
+			if !ok {
+				c.missed[slo]++
+			}
 		}
 	}
 	out := make([]ClassPrediction, len(classes))
 	for k, cl := range classes {
 		c := a[k]
-		p := ClassPrediction{Class: cl.Name, Requests: c.n, TTFT: pcts(c.ttft), TPOT: pcts(c.tpot), E2E: pcts(c.e2e), OutTokens: c.out}
-		if c.n > 0 {
-			e2eP, ttftP, tpotP := cl.Percentiles()
-			check := func(name string, limit formats.Duration, pct float64, ok int) Check {
-				return Check{SLO: name, LimitUs: float64(limit.D().Microseconds()), Percentile: pct, Share: share(ok, c.n), Met: share(ok, c.n) >= pct}
-			}
-			p.Checks = append(p.Checks, check("slo", cl.SLO, e2eP, c.e2eOK))
-			if cl.TTFTSLO > 0 {
-				p.Checks = append(p.Checks, check("ttft_slo", cl.TTFTSLO, ttftP, c.ttftOK))
-			}
-			if cl.TPOTSLO > 0 {
-				p.Checks = append(p.Checks, check("tpot_slo", cl.TPOTSLO, tpotP, c.tpotOK))
-			}
-		}
-		out[k] = p
+		out[k] = ClassPrediction{Class: cl.Name, Requests: c.n, TTFT: pcts(c.ttft), TPOT: pcts(c.tpot), E2E: pcts(c.e2e), OutTokens: c.out,
+			Checks: checks(&cl, c.n, c.answered, c.missed)}
 	}
 	return out
 }
+
+// checks judges class cl's SLOs over n judged requests, answered of them answered and
+// missed[s] of those past SLO s, by the simulator's rule (workload.LLMChecks on the counts
+// the simulator keeps of a class): nil for no requests.
+func checks(cl *llmspec.LLMClass, n, answered int, missed [nSLOs]int) []Check {
+	m := workload.AppMetrics{Requests: int64(n), LLM: &workload.LLMMetrics{Answered: int64(answered),
+		E2EMissed: int64(missed[sloE2E]), TTFTMissed: int64(missed[sloTTFT]), TPOTMissed: int64(missed[sloTPOT])}}
+	return workload.LLMChecks(slosOf(cl), &m)
+}
+
+// slosOf are cl's SLOs (µs) at their percentiles, as the simulator states them
+// (sim.LLMClass.SLOs).
+func slosOf(cl *llmspec.LLMClass) workload.LLMSLOs {
+	s := workload.LLMSLOs{E2E: us(cl.SLO), TTFT: us(cl.TTFTSLO), TPOT: us(cl.TPOTSLO)}
+	s.E2EP, s.TTFTP, s.TPOTP = cl.Percentiles()
+	return s
+}
+
+// us is d in whole µs, the simulator's time unit.
+func us(d formats.Duration) dataplane.Time { return dataplane.Time(d.D().Microseconds()) }
 
 // pcts are the p50, p90 and p99 of xs (internal/quantile's definition), rounded to whole µs.
 func pcts(xs []float64) Pcts {

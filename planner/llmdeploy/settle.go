@@ -1,8 +1,6 @@
 package llmdeploy
 
 import (
-	"math"
-
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/dataplane/workload"
@@ -26,23 +24,20 @@ type requestJudgement struct {
 }
 
 // judgeRequest judges request q's answer r (neither refused nor unfinished) against its
-// class cl's SLOs: the one rule Judge and settle share.
+// class cl's SLOs: the one rule Judge and settle share, the simulator's (sim's llmFinish):
+// an SLO is missed when the latency is past its limit, TPOT = (finish − first token) /
+// (output tokens − 1) over answers of more than one token.
 func judgeRequest(cl *llmspec.LLMClass, q *llm.Request, r *llm.Result) requestJudgement {
+	s := slosOf(cl)
 	j := requestJudgement{ttft: float64(r.FirstToken - q.Arrival), e2e: float64(r.Done - q.Arrival)}
 	j.ok[sloTPOT] = true
 	if q.Out > 1 {
-		j.tpot = (j.e2e - j.ttft) / float64(q.Out-1)
-		j.ok[sloTPOT] = cl.TPOTSLO <= 0 || j.tpot <= float64(cl.TPOTSLO.D().Microseconds())
+		j.tpot = float64(r.Done-r.FirstToken) / float64(q.Out-1)
+		j.ok[sloTPOT] = s.TPOT <= 0 || !(j.tpot > float64(s.TPOT))
 	}
-	j.ok[sloE2E] = j.e2e <= float64(cl.SLO.D().Microseconds())
-	j.ok[sloTTFT] = cl.TTFTSLO <= 0 || j.ttft <= float64(cl.TTFTSLO.D().Microseconds())
+	j.ok[sloE2E] = !(j.e2e > float64(s.E2E))
+	j.ok[sloTTFT] = s.TTFT <= 0 || !(j.ttft > float64(s.TTFT))
 	return j
-}
-
-// share is the share of n requests that ok of them make, rounded to 1e-6 as a Check
-// reports it (and judges it against its percentile).
-func share(ok, n int) float64 {
-	return math.Round(float64(ok)/float64(n)*1e6) / 1e6
 }
 
 // settle stops a capacity probe's replay once the probe has failed for certain. Capacity
@@ -86,9 +81,13 @@ func newSettle(classes []llmspec.LLMClass, reqs []llm.Request, cls []int) *settl
 }
 
 // allowedMisses is the most of n requests that may miss an SLO judged at percentile pct
-// with the SLO still met (−1: not even none).
+// with the SLO still met (−1: not even none), by the judge's own rule (workload.LLMChecks).
 func allowedMisses(n int, pct float64) int {
-	limit := workload.MissLimit(int64(n), func(m int64) bool { return !(share(n-int(m), n) >= pct) }) // NaN at n = 0: missed
+	fails := func(m int64) bool {
+		c := workload.LLMChecks(workload.LLMSLOs{E2E: 1, E2EP: pct}, &workload.AppMetrics{Requests: int64(n), LLM: &workload.LLMMetrics{Answered: int64(n), E2EMissed: m}})
+		return len(c) == 0 || !c[0].Met // no requests (n = 0): nothing meets it
+	}
+	limit := workload.MissLimit(int64(n), fails)
 	if limit > int64(n) {
 		return n // no count fails it
 	}
