@@ -122,9 +122,9 @@ type Options struct {
 
 	// Reserve, when set, is the wall time the caller needs after the solve for a plan whose
 	// models' target rates add up to rps requests/s (plan solve's prediction of it): the
-	// solve ends that much before TimeLimit, at most half of it, so that TimeLimit bounds
-	// the whole command. It is asked again as the solve learns how large the plan will be
-	// (the NP plan, then the LP bound).
+	// solve ends that much before TimeLimit (or Deadline), at most 60% of it
+	// (maxReserve), so that TimeLimit bounds the whole command. It is asked again as the
+	// solve learns how large the plan will be (the NP plan, then the LP bound).
 	Reserve func(rps float64) time.Duration
 	// Deadline, when set and earlier than the solve's start plus TimeLimit, is when the
 	// caller's whole command ends (planner.Settings.Deadline): the solve ends by it, less

@@ -150,7 +150,7 @@ func TestVerifyServed(t *testing.T) {
 }
 
 // TestReserveFor: the session's deadline leaves the caller's reserve for the largest plan
-// estimated so far, never more than half the time limit, and never moves later.
+// estimated so far, never more than maxReserve of the time limit, and never moves later.
 func TestReserveFor(t *testing.T) {
 	began := time.Unix(1000, 0)
 	for _, tc := range []struct {
@@ -162,7 +162,7 @@ func TestReserveFor(t *testing.T) {
 		{name: "one model", weights: []float64{1}, objs: []float64{100}, want: 60*time.Second - 100*time.Millisecond},
 		{name: "max-min: z·Σw", weights: []float64{1, 2}, objs: []float64{100}, want: 60*time.Second - 300*time.Millisecond},
 		{name: "larger estimate stands", weights: []float64{1}, objs: []float64{200, 100, math.Inf(1)}, want: 60*time.Second - 200*time.Millisecond},
-		{name: "at most half", weights: []float64{1}, objs: []float64{1e9}, want: 30 * time.Second},
+		{name: "at most maxReserve", weights: []float64{1}, objs: []float64{1e9}, want: 24 * time.Second},
 		{name: "no estimate", weights: []float64{1}, objs: []float64{math.Inf(-1), math.NaN(), 0}, want: 60 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

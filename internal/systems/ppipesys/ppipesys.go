@@ -90,16 +90,18 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 // The wall time plan solve's prediction of a PPipe plan takes (sim.Predict: the runs at load
 // 1 and their replications, then the headroom search's loads, each replicated where it
 // decides), which the solve leaves it within --time-limit (ppipe.Options.Reserve). A run
-// simulates at most workload.PredictionMaxRequests arrivals; predictionRuns is about the
-// most runs a prediction makes (3 at load 1, 6 loads below it, the bisections'); the cost
-// per simulated request is about 1.2 µs of CPU for the reservation dispatcher on 100 GPUs
-// (the deploy-panic regression's plan, 3,200 req/s: 1.1 CPU-s for its prediction, 58k
-// requests a run), rounded up; predictionFixed is the deployment, the writing and the
-// process's own.
+// simulates at most workload.PredictionMaxRequests arrivals at load 1; predictionRuns counts
+// the runs a prediction makes in load-1 runs' worth of requests (3 at load 1, the headroom
+// search's loads up to twice the rates, their replications); the cost per simulated
+// request is about 2.5 µs of CPU for the reservation dispatcher on 100 GPUs (the
+// deploy-panic regression's plan a, 3,200 req/s, 64k requests a run: 3.1 s for its
+// prediction on an idle 2-core machine, 5–7.7 s beside two busy cores, where the solve
+// measured about two thirds of a CPU); predictionFixed is the deployment, the writing and
+// the process's own start and exit (0.4 s beside two busy cores).
 const (
-	predictionRuns    = 16
-	simCostPerRequest = 1500 * time.Nanosecond
-	predictionFixed   = 150 * time.Millisecond
+	predictionRuns    = 32
+	simCostPerRequest = 2500 * time.Nanosecond
+	predictionFixed   = 400 * time.Millisecond
 )
 
 // predictionReserve is the wall time to leave for the prediction of a plan whose models'
