@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
@@ -146,11 +147,11 @@ func TestEngineFlags(t *testing.T) {
 			p := base
 			p.Engine = tc.engine
 			in := qlmsec.QLMInstance{Model: "m", GPU: "A100", GPUCount: 1, Role: tc.role}
-			e, err := engine(&p, in, 3072, 0)
+			e, err := engine(llm.NewModel(&p), in, 3072, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := engineFlags(&e, &p, "profile", tc.role, "qlm.instances[0]"); err != nil {
+			if err := engineFlags(&e, llm.NewModel(&p), "profile", tc.role, "qlm.instances[0]"); err != nil {
 				t.Fatal(err)
 			}
 			args := instance{engine: e, in: in}.args()
@@ -180,18 +181,18 @@ func TestEngineFlagsRejects(t *testing.T) {
 		{"", "profiles[0].llms[0].engine.speculative.draft_model: missing"},
 	} {
 		var e Engine
-		if err := engineFlags(&e, &p, "profiles[0].llms[0]", tc.role, "qlm.instances[0]"); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := engineFlags(&e, llm.NewModel(&p), "profiles[0].llms[0]", tc.role, "qlm.instances[0]"); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("role %q: err %v, want %q", tc.role, err, tc.want)
 		}
 	}
 	off := formats.LLMProfile{Model: "m", GPU: "A100", Engine: &formats.LLMEngine{KVOffloadBytes: 1 << 30}}
 	var eo Engine
-	if err := engineFlags(&eo, &off, "profiles[0].llms[0]", llmspec.RoleDecode, "qlm.instances[0]"); err == nil || !strings.Contains(err.Error(), "profiles[0].llms[0].engine.kv_offload_bytes: 1073741824: on a decode instance, not exported") {
+	if err := engineFlags(&eo, llm.NewModel(&off), "profiles[0].llms[0]", llmspec.RoleDecode, "qlm.instances[0]"); err == nil || !strings.Contains(err.Error(), "profiles[0].llms[0].engine.kv_offload_bytes: 1073741824: on a decode instance, not exported") {
 		t.Errorf("offload on a decode instance: %v", err)
 	}
 	// A prefill instance does not speculate: its missing draft model is no error.
 	var e Engine
-	if err := engineFlags(&e, &p, "profiles[0].llms[0]", llmspec.RolePrefill, "qlm.instances[0]"); err != nil || e.SpeculativeConfig != nil {
+	if err := engineFlags(&e, llm.NewModel(&p), "profiles[0].llms[0]", llmspec.RolePrefill, "qlm.instances[0]"); err != nil || e.SpeculativeConfig != nil {
 		t.Errorf("prefill: err %v, speculative_config %+v: want neither", err, e.SpeculativeConfig)
 	}
 }

@@ -256,12 +256,13 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 		if err != nil {
 			return nil, err
 		}
-		eng, err := engine(prof, in, maxLen[in.Model], mem[in.GPU])
+		m := llm.NewModel(prof)
+		eng, err := engine(m, in, maxLen[in.Model], mem[in.GPU])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		eng.Model = id
-		if err := engineFlags(&eng, prof, pf, in.Role, f); err != nil {
+		if err := engineFlags(&eng, m, pf, in.Role, f); err != nil {
 			return nil, err
 		}
 		for j, id := range in.Queue {
@@ -411,24 +412,27 @@ func modelID(p *formats.LLMProfile, pf string) (string, error) {
 // gib is vLLM's unit of swap_space.
 const gib = 1 << 30
 
-// engine sizes an instance's vLLM engine from its profile with the values the simulator
-// runs: its sequence, token and block limits are dataplane/llm's model of the profile (the
-// profile's engine settings, else the older iteration fields, else vLLM V1's defaults:
-// formats.DefaultBatchedTokens, 16-token blocks).
-func engine(p *formats.LLMProfile, in qlmsec.QLMInstance, maxLen int, memBytes int64) (Engine, error) {
-	m := llm.NewModel(p)
+// engine sizes an instance's vLLM engine with the values the simulator runs: every engine
+// setting is read from m, dataplane/llm's resolved engine of the instance's profile
+// (llm.NewModel: the profile's engine settings, else the older iteration fields, else vLLM
+// V1's defaults: formats.DefaultBatchedTokens, 16-token blocks), so the flags written are
+// the engine the simulator ran, whichever block of the profile stated them.
+func engine(m *llm.Model, in qlmsec.QLMInstance, maxLen int, memBytes int64) (Engine, error) {
+	p := m.Prof
 	e := Engine{Model: in.Model, TensorParallelSize: in.GPUCount, MaxNumSeqs: m.MaxSeqs, MaxNumBatchedTokens: m.MaxBatched, BlockSize: m.Block}
+	// The CPU memory the engine swaps preempted KV caches to (the engine block's swap_space,
+	// else the iteration block's cpu_swap_bytes); none when its preemption recomputes.
 	swap := int64(0)
-	if it := p.Iteration; it != nil && it.PreemptMode != "evict" {
-		swap = it.CPUSwapBytes
+	if m.Preempt != "evict" {
+		swap = m.CPUSwap
 	}
-	swap = engineSettings(&e, p, swap)
+	engineSettings(&e, m, p.Engine)
 	if p.KVCapacityTokens < 1 {
 		return e, fmt.Errorf("model %s on %s: the profile's kv_capacity_tokens is %d", in.Model, in.GPU, p.KVCapacityTokens)
 	}
 	e.MaxModelLen = maxLen
-	if p.Engine != nil && p.Engine.MaxModelLen > 0 {
-		e.MaxModelLen = p.Engine.MaxModelLen
+	if m.MaxModelLen > 0 {
+		e.MaxModelLen = m.MaxModelLen
 	}
 	if e.MaxModelLen < 1 || int64(e.MaxModelLen) > p.KVCapacityTokens {
 		// No class bounds the context, or one request would not fit the KV cache: the engine
@@ -456,27 +460,35 @@ func engine(p *formats.LLMProfile, in qlmsec.QLMInstance, maxLen int, memBytes i
 	return e, nil
 }
 
-// engineSettings applies the profile's other engine settings (chunked prefill, scheduling,
-// prefix caching, swap space) and returns the swap bytes.
-func engineSettings(e *Engine, p *formats.LLMProfile, swap int64) int64 {
-	g := p.Engine
+// engineSettings applies the resolved engine m's other settings that the profile's engine
+// block g states (chunked prefill, partial prefills, scheduling, prefix caching: each
+// written only when stated, vLLM's default otherwise, as the simulator's), and the block's
+// flags the engine model does not read (KV cache dtype, quantization, expert parallelism).
+func engineSettings(e *Engine, m *llm.Model, g *formats.LLMEngine) {
 	if g == nil {
-		return swap
+		return
 	}
-	if !g.Chunked() {
+	if !m.Chunked {
 		off := false
 		e.EnableChunkedPrefill = &off
 	}
-	e.MaxNumPartialPrefills = g.MaxNumPartialPrefills
-	e.SchedulingPolicy = g.SchedulingPolicy
+	stated := func(name string) bool { return m.SourceOf(name) == llm.SourceEngine }
+	if stated(llm.SetMaxPartial) {
+		e.MaxNumPartialPrefills = m.MaxPartial
+	}
+	if stated(llm.SetPolicy) {
+		e.SchedulingPolicy = "fcfs"
+		if m.Priority {
+			e.SchedulingPolicy = "priority"
+		}
+	}
+	if stated(llm.SetPrefixCaching) {
+		on := m.PrefixCaching
+		e.EnablePrefixCaching = &on
+	}
 	e.KVCacheDtype = g.KVCacheDtype
 	e.Quantization = g.Quantization
 	e.EnableExpertParallel = g.EnableExpertParallel
-	e.EnablePrefixCaching = g.EnablePrefixCaching
-	if g.SwapSpace > 0 {
-		swap = int64(g.SwapSpace * gib * float64(max(p.GPUCount, 1)))
-	}
-	return swap
 }
 
 // describeQueues summarizes the virtual queues for comments: "llm-0: rg-a → rg-b; llm-1: …".

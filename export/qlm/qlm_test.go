@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	dllm "github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/export/gateway"
@@ -468,33 +469,48 @@ func BenchmarkExport(b *testing.B) {
 	}
 }
 
-// TestEngineSettingsExported: the engine arguments are the values the simulator runs:
-// vLLM V1's defaults by GPU, the profile's engine settings over them, and
-// chunked prefill off capping max_model_len at the token budget.
+// TestEngineSettingsExported: the engine arguments are the values the simulator runs
+// (dataplane/llm's resolved engine): vLLM V1's defaults by GPU, the older iteration fields
+// over them, the profile's engine settings over both, and chunked prefill off capping
+// max_model_len at the token budget; swap space only where the engine swaps.
 func TestEngineSettingsExported(t *testing.T) {
 	off := false
 	base := formats.LLMProfile{Model: "m", GPU: "A100", GPUCount: 1, WeightBytes: 14e9, KVBytesPerToken: 131072, KVCapacityTokens: 100000}
+	gib := int64(1 << 30)
 	for _, tc := range []struct {
 		name   string
 		gpu    string
 		engine *formats.LLMEngine
 		want   []string
+		iter   *formats.LLMIteration
 	}{
-		{"A100 defaults", "A100", nil, []string{"--max-num-seqs=256", "--max-model-len=3072", "--max-num-batched-tokens=2048", "--block-size=16"}},
-		{"H100 defaults", "H100", nil, []string{"--max-num-seqs=1024", "--max-model-len=3072", "--max-num-batched-tokens=8192", "--block-size=16"}},
+		{"iteration fields", "A100", nil, []string{"--max-num-seqs=64", "--max-model-len=3072", "--max-num-batched-tokens=1024", "--block-size=32", "--swap-space=2"},
+			&formats.LLMIteration{MaxBatchedTokens: 1024, MaxSeqs: 64, BlockTokens: 32, CPUSwapBytes: 2 * gib}},
+		{"iteration evicts", "A100", nil, []string{"--max-num-seqs=256", "--max-model-len=3072", "--max-num-batched-tokens=2048", "--block-size=16"},
+			&formats.LLMIteration{PreemptMode: "evict", CPUSwapBytes: 2 * gib}},
+		{"engine over iteration", "A100", &formats.LLMEngine{MaxNumBatchedTokens: 4096, SwapSpace: 1},
+			[]string{"--max-num-seqs=64", "--max-model-len=3072", "--max-num-batched-tokens=4096", "--block-size=16", "--swap-space=1"},
+			&formats.LLMIteration{MaxBatchedTokens: 1024, MaxSeqs: 64, PreemptMode: "evict", CPUSwapBytes: 2 * gib}},
+		{"engine swaps the iteration's swap space", "A100", &formats.LLMEngine{PreemptionMode: formats.PreemptionSwap},
+			[]string{"--max-num-seqs=256", "--max-model-len=3072", "--max-num-batched-tokens=2048", "--block-size=16", "--swap-space=2"},
+			&formats.LLMIteration{PreemptMode: "evict", CPUSwapBytes: 2 * gib}},
+		{"engine recomputes", "A100", &formats.LLMEngine{PreemptionMode: formats.PreemptionRecompute, SwapSpace: 4},
+			[]string{"--max-num-seqs=256", "--max-model-len=3072", "--max-num-batched-tokens=2048", "--block-size=16"}, nil},
+		{"A100 defaults", "A100", nil, []string{"--max-num-seqs=256", "--max-model-len=3072", "--max-num-batched-tokens=2048", "--block-size=16"}, nil},
+		{"H100 defaults", "H100", nil, []string{"--max-num-seqs=1024", "--max-model-len=3072", "--max-num-batched-tokens=8192", "--block-size=16"}, nil},
 		{"settings", "A100", &formats.LLMEngine{MaxNumBatchedTokens: 512, MaxNumSeqs: 512, BlockSize: 32, MaxModelLen: 8192, MaxNumPartialPrefills: 2, SwapSpace: 4, SchedulingPolicy: "priority"},
-			[]string{"--max-num-seqs=512", "--max-model-len=8192", "--max-num-batched-tokens=512", "--block-size=32", "--swap-space=4", "--max-num-partial-prefills=2", "--scheduling-policy=priority"}},
+			[]string{"--max-num-seqs=512", "--max-model-len=8192", "--max-num-batched-tokens=512", "--block-size=32", "--swap-space=4", "--max-num-partial-prefills=2", "--scheduling-policy=priority"}, nil},
 		{"fp8 KV cache", "H100", &formats.LLMEngine{KVCacheDtype: "fp8"},
-			[]string{"--max-num-seqs=1024", "--max-model-len=3072", "--max-num-batched-tokens=8192", "--block-size=16", "--kv-cache-dtype=fp8"}},
+			[]string{"--max-num-seqs=1024", "--max-model-len=3072", "--max-num-batched-tokens=8192", "--block-size=16", "--kv-cache-dtype=fp8"}, nil},
 		{"fp8 weights, expert parallel", "H100", &formats.LLMEngine{Quantization: "fp8", EnableExpertParallel: true},
-			[]string{"--max-num-seqs=1024", "--max-model-len=3072", "--max-num-batched-tokens=8192", "--block-size=16", "--quantization=fp8", "--enable-expert-parallel"}},
+			[]string{"--max-num-seqs=1024", "--max-model-len=3072", "--max-num-batched-tokens=8192", "--block-size=16", "--quantization=fp8", "--enable-expert-parallel"}, nil},
 		{"chunked off", "A100", &formats.LLMEngine{MaxNumBatchedTokens: 1024, EnableChunkedPrefill: &off},
-			[]string{"--max-num-seqs=256", "--max-model-len=1024", "--max-num-batched-tokens=1024", "--block-size=16", "--no-enable-chunked-prefill"}},
+			[]string{"--max-num-seqs=256", "--max-model-len=1024", "--max-num-batched-tokens=1024", "--block-size=16", "--no-enable-chunked-prefill"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := base
-			p.GPU, p.Engine = tc.gpu, tc.engine
-			e, err := engine(&p, qlmsec.QLMInstance{Model: "m", GPU: tc.gpu, GPUCount: 1}, 3072, 0)
+			p.GPU, p.Engine, p.Iteration = tc.gpu, tc.engine, tc.iter
+			e, err := engine(dllm.NewModel(&p), qlmsec.QLMInstance{Model: "m", GPU: tc.gpu, GPUCount: 1}, 3072, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/vllm"
 	"github.com/plan-dev/plan/formats"
@@ -50,27 +51,24 @@ type (
 // (CPUOffloadingSpec: completed blocks copied to pinned host memory, loaded back on a hit).
 const OffloadConnector = "OffloadingConnector"
 
-// engineFlags sets the engine flags of speculative decoding and of an instance's role
-// (f names the instance in errors, pf its profile): speculative decoding where the profile
+// engineFlags sets the engine flags of speculative decoding and of an instance's role, as
+// the resolved engine m runs them (f names the instance in errors, pf its profile): speculative decoding where the profile
 // turns it on, but not on a prefill instance (it computes first tokens only, one step of the
 // target each: nothing to speculate); kv_transfer_config on role instances; no prefix cache
 // on decode instances, whose sequences arrive with their prompts computed (the simulator's
 // decode instances run without one).
-func engineFlags(e *Engine, p *formats.LLMProfile, pf, role, f string) error {
+func engineFlags(e *Engine, m *llm.Model, pf, role, f string) error {
 	if err := checkRole(f, role); err != nil {
 		return err
 	}
-	if p.Engine != nil && p.Engine.Speculative != nil && role != llmspec.RolePrefill {
-		sc, err := speculativeConfig(p.Engine.Speculative, pf+".engine.speculative")
+	if m.Spec != nil && role != llmspec.RolePrefill {
+		sc, err := speculativeConfig(m.Spec, pf+".engine.speculative")
 		if err != nil {
 			return err
 		}
 		e.SpeculativeConfig = sc
 	}
-	offload := int64(0)
-	if p.Engine != nil {
-		offload = p.Engine.KVOffloadBytes
-	}
+	offload := m.OffloadBytes
 	if role == "" {
 		if offload > 0 {
 			e.KVTransferConfig = &KVTransferConfig{KVConnector: OffloadConnector, KVRole: "kv_both", Extra: &OffloadConfig{BlockSize: e.BlockSize, CPUBytesToUse: offload}}
