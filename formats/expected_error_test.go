@@ -58,3 +58,32 @@ func TestExpectedErrorWidest(t *testing.T) {
 		t.Fatalf("String = %q, want %q", got, want)
 	}
 }
+
+// TestLatencyErrorValidated: any other application's latency band follows the same rules.
+func TestLatencyErrorValidated(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		band *LatencyError
+		want string
+	}{
+		{"absent", nil, ""},
+		{"valid", &LatencyError{P50: ErrorBand{-2, 3}, P99: ErrorBand{-5, 9}, Basis: "seeds"}, ""},
+		{"upper below zero", &LatencyError{P50: ErrorBand{-2, 3}, P99: ErrorBand{-5, -1}, Basis: "seeds"}, "prediction.apps[0].latency_error.p99.upper_pct"},
+		{"NaN", &LatencyError{P50: ErrorBand{math.NaN(), 3}, Basis: "seeds"}, "prediction.apps[0].latency_error.p50.lower_pct"},
+		{"no basis", &LatencyError{}, "prediction.apps[0].latency_error.basis"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Prediction{Method: PredictionMethodSim, Basis: PredictionBasisRates, DurationS: 20, Rule: VerdictEveryRun, Meets: true,
+				Apps: []AppPrediction{{Name: "m0", Requests: 100, Attainment: 1, Target: 0.99, Meets: true, LatencyError: tc.band}}}
+			v := &validator{}
+			p.validate(v, "prediction")
+			got := ""
+			if len(v.errs) > 0 {
+				got = v.errs.Error()
+			}
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Fatalf("errors %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

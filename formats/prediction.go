@@ -113,6 +113,10 @@ type AppPrediction struct {
 	// serving the class's model (the widest where several GPUs serve it). Absent for other
 	// applications, and in plans written before it was recorded.
 	ExpectedError *ExpectedError `json:"expected_error,omitempty"`
+	// LatencyError is any other application's expected-error band on its p50 and p99
+	// latency: the spread of the runs at load 1 (seeds) and the profile's measurement noise.
+	// Absent for LLM classes (ExpectedError) and in plans written before it was recorded.
+	LatencyError *LatencyError `json:"latency_error,omitempty"`
 	// Runs are the runs at load 1 the verdict is taken on: the first (the one Attainment,
 	// the counts, the percentiles and SLOs summarise) and its replications with other
 	// arrival seeds.
@@ -171,16 +175,41 @@ func (e *ExpectedError) validate(v *validator, p string) {
 		name string
 		band ErrorBand
 	}{{"e2e_mean", e.E2EMean}, {"ttft_mean", e.TTFTMean}, {"tpot_mean", e.TPOTMean}} {
-		q := field(p, b.name)
-		if !finite(b.band.LowerPct) || b.band.LowerPct > 0 {
-			v.add(field(q, "lower_pct"), b.band.LowerPct, "must be a finite number <= 0")
-		}
-		if !finite(b.band.UpperPct) || b.band.UpperPct < 0 {
-			v.add(field(q, "upper_pct"), b.band.UpperPct, "must be a finite number >= 0")
-		}
+		b.band.validate(v, field(p, b.name))
 	}
 	if strings.TrimSpace(e.Basis) == "" {
 		v.add(field(p, "basis"), e.Basis, "must say where the bands come from")
+	}
+}
+
+// LatencyError is an application's expected-error bands on its simulated p50 and p99
+// latency and where they come from.
+type LatencyError struct {
+	P50   ErrorBand `json:"p50"`
+	P99   ErrorBand `json:"p99"`
+	Basis string    `json:"basis"`
+}
+
+// validate checks the bands as ExpectedError's.
+func (e *LatencyError) validate(v *validator, p string) {
+	for _, b := range []struct {
+		name string
+		band ErrorBand
+	}{{"p50", e.P50}, {"p99", e.P99}} {
+		b.band.validate(v, field(p, b.name))
+	}
+	if strings.TrimSpace(e.Basis) == "" {
+		v.add(field(p, "basis"), e.Basis, "must say where the bands come from")
+	}
+}
+
+// validate checks one band: finite, lower ≤ 0 ≤ upper.
+func (b ErrorBand) validate(v *validator, q string) {
+	if !finite(b.LowerPct) || b.LowerPct > 0 {
+		v.add(field(q, "lower_pct"), b.LowerPct, "must be a finite number <= 0")
+	}
+	if !finite(b.UpperPct) || b.UpperPct < 0 {
+		v.add(field(q, "upper_pct"), b.UpperPct, "must be a finite number >= 0")
 	}
 }
 
@@ -255,6 +284,9 @@ func (pr *Prediction) validate(v *validator, p string) {
 			if c.Meets != (c.Share >= c.Percentile) {
 				v.add(field(r, "meets"), c.Meets, "must say whether share %g >= percentile %g", c.Share, c.Percentile)
 			}
+		}
+		if a.LatencyError != nil {
+			a.LatencyError.validate(v, field(q, "latency_error"))
 		}
 		if a.ExpectedError != nil {
 			a.ExpectedError.validate(v, field(q, "expected_error"))

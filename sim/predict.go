@@ -232,6 +232,7 @@ func (p *Prediction) assemble(ctx context.Context, points []Point) (*formats.Pre
 		Method: formats.PredictionMethodSim, Basis: p.basis, Policy: p.in.Policy, Arrivals: p.arrivals, Seed: p.in.Seed,
 		DurationS: p.secs, Headroom: hr, HeadroomCap: predictHeadroomCap, Meets: true, Rule: formats.VerdictEveryRun,
 	}
+	noise := noiseOf(p.in.Plan)
 	for i, a := range at1.Apps {
 		ap := formats.AppPrediction{
 			Name: a.Name, RateRPS: a.OfferedRPS, Requests: a.Requests, Target: j.targets[i],
@@ -245,6 +246,14 @@ func (p *Prediction) assemble(ctx context.Context, points []Point) (*formats.Pre
 		}
 		if i < len(j.llm) && j.llm[i].Model != "" {
 			ap.ExpectedError = expectedError(p.in.Plan, p.in.Dep, j.llm[i].Model)
+		} else if a.LLM == nil {
+			var reps [][2]float64
+			for _, q := range reps1 {
+				if i < len(q.Apps) && q.Apps[i].Requests > 0 {
+					reps = append(reps, [2]float64{float64(q.Apps[i].Latency.P50Us), float64(q.Apps[i].Latency.P99Us)})
+				}
+			}
+			ap.LatencyError = latencyError([2]float64{float64(a.Latency.P50Us), float64(a.Latency.P99Us)}, reps, noise)
 		}
 		first, slos := j.run(at1, i, p.in.Seed)
 		ap.SLOs = slos

@@ -287,8 +287,12 @@ func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, p
 	}
 	for _, a := range pr.Apps {
 		val, lim := a.Attainment, a.Target
+		p99 := run.FmtLatencyMs(a.P99Ms)
+		if e := a.LatencyError; e != nil {
+			p99 += " " + e.P99.String()
+		}
 		line := fmt.Sprintf("%s: predicted attainment %.2f%% ± %.2f at %.4g req/s (%s), target %.0f%%, p99 %s; holds the target up to %.4g req/s",
-			a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, basis, 100*a.Target, run.FmtLatencyMs(a.P99Ms), a.SustainedRPS)
+			a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, basis, 100*a.Target, p99, a.SustainedRPS)
 		if b := predict.BindingPhrase(a); b != "" {
 			val, lim, _ = predict.Binding(a)
 			line = fmt.Sprintf("%s at %.4g req/s (%s); holds its SLOs up to %.4g req/s", b, a.RateRPS, basis, a.SustainedRPS)

@@ -140,8 +140,12 @@ func Line(pr *formats.Prediction) string {
 		return fmt.Sprintf("predicted (simulated %s s%s at its own rates, seed %d): %s; closest %s; %s",
 			fmtSecsShort(pr.DurationS), arrivals, pr.Seed, verdict, b, hr)
 	}
+	p99 := run.FmtLatencyMs(a.P99Ms)
+	if e := a.LatencyError; e != nil {
+		p99 += " " + e.P99.String()
+	}
 	return fmt.Sprintf("predicted (simulated %s s%s at its own rates, seed %d): %s; lowest %s %.2f%% ± %.2f (target %.0f%%, p99 %s); %s",
-		fmtSecsShort(pr.DurationS), arrivals, pr.Seed, verdict, a.Name, 100*a.Attainment, 100*a.Margin, 100*a.Target, run.FmtLatencyMs(a.P99Ms), hr)
+		fmtSecsShort(pr.DurationS), arrivals, pr.Seed, verdict, a.Name, 100*a.Attainment, 100*a.Margin, 100*a.Target, p99, hr)
 }
 
 // SizeBy is the rate the plan tells a user to size application a by: the workload's rate
