@@ -15,21 +15,12 @@ import (
 	"github.com/plan-dev/plan/planner"
 )
 
+// inputs are testdata/qlm's bundled example (its workload, cluster and profile), without
+// input references.
 func inputs(t *testing.T) planner.Inputs {
-	dir := filepath.Join("..", "..", "testdata", "qlm")
-	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml"), intree.Sections())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "cluster.yaml"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "profile.json"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return planner.Inputs{Workload: w, Cluster: c, Profiles: []*formats.Profile{p}}
+	in := fixtureInputs(t, "workload.yaml", "cluster.yaml", "profile.json")
+	in.Refs = nil
+	return in
 }
 
 func TestBundledExample(t *testing.T) {

@@ -2,7 +2,6 @@ package qlm
 
 import (
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,21 +17,9 @@ import (
 // at 1, on two servers of two A100s.
 func tpInputs(t *testing.T) planner.Inputs {
 	t.Helper()
-	dir := filepath.Join("..", "..", "testdata", "qlm", "tp")
-	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml"), intree.Sections())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "cluster.yaml"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "profile.json"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return planner.Inputs{Workload: w, Cluster: c, Profiles: []*formats.Profile{p},
-		Refs: []formats.InputRef{{Kind: formats.KindProfile, Path: "tp/profile.json", Digest: "sha256:" + strings.Repeat("0", 64)}}}
+	in := fixtureInputs(t, "tp/workload.yaml", "tp/cluster.yaml", "tp/profile.json")
+	in.Refs = []formats.InputRef{{Kind: formats.KindProfile, Path: "tp/profile.json", Digest: "sha256:" + strings.Repeat("0", 64)}}
+	return in
 }
 
 // TestTensorParallel: a profile with gpu_count 2 plans as one instance on two GPUs of one
