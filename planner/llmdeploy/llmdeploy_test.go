@@ -47,6 +47,23 @@ func inputs(t testing.TB, workload, cluster string, profiles ...string) planner.
 	return in
 }
 
+// withDisaggregated makes ev the disaggregated mode's evaluator for the rest of the test,
+// the memo cleared before and after, and returns the example's inputs and the small search
+// space with a 450 Gb/s KV link and both modes.
+func withDisaggregated(t *testing.T, ev Evaluator) (planner.Inputs, Options) {
+	t.Helper()
+	real := Evaluators[Disaggregated]
+	Evaluators[Disaggregated] = ev
+	resetMemo()
+	t.Cleanup(func() {
+		Evaluators[Disaggregated] = real
+		resetMemo()
+	})
+	o := small
+	o.KVLinkGBps, o.Modes = 450, []Mode{Aggregated, Disaggregated}
+	return inputs(t, "workload.yaml", "cluster.yaml"), o
+}
+
 func resetMemo() {
 	memo.Lock()
 	memo.m = map[string]Evaluation{}
@@ -405,14 +422,7 @@ func (p perGPU) Probe(c Candidate, classes []llmspec.LLMClass, rate float64, _ O
 // out of the aggregated-only comparisons, and writes a chosen disaggregated unit as prefill
 // and decode instances (its sizing checked here with a stand-in evaluator).
 func TestDisaggregatedFleet(t *testing.T) {
-	real := Evaluators[Disaggregated]
-	Evaluators[Disaggregated] = perGPU(100)
-	resetMemo()
-	defer func() { Evaluators[Disaggregated] = real }()
-	defer resetMemo()
-	in := inputs(t, "workload.yaml", "cluster.yaml")
-	o := small
-	o.KVLinkGBps, o.Modes = 450, []Mode{Aggregated, Disaggregated}
+	in, o := withDisaggregated(t, perGPU(100))
 	cands, err := Enumerate(in, o)
 	if err != nil {
 		t.Fatal(err)
@@ -599,14 +609,7 @@ func (p acrossTypes) Probe(c Candidate, classes []llmspec.LLMClass, rate float64
 // beside the other model's MILP-sized kinds; the fleet's cost is both parts', and the plan's
 // instances are the pair's on their own types.
 func TestAcrossTypesFleet(t *testing.T) {
-	real := Evaluators[Disaggregated]
-	Evaluators[Disaggregated] = acrossTypes(1000)
-	resetMemo()
-	defer func() { Evaluators[Disaggregated] = real }()
-	defer resetMemo()
-	in := inputs(t, "workload.yaml", "cluster.yaml")
-	o := small
-	o.KVLinkGBps, o.Modes = 450, []Mode{Aggregated, Disaggregated}
+	in, o := withDisaggregated(t, acrossTypes(1000))
 	res, err := Search(context.Background(), in, o)
 	if err != nil {
 		t.Fatal(err)
