@@ -2,7 +2,6 @@ package qlm
 
 import (
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -36,19 +35,7 @@ func TestGoldenDisagg(t *testing.T) {
 	}
 	for _, target := range export.Targets {
 		t.Run(target, func(t *testing.T) {
-			files, err := exporter(t, target).Export(p, export.Options{Name: "disagg"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := export.Validate(files); err != nil {
-				t.Fatal(err)
-			}
-			exporttest.Golden(t, filepath.Join(disaggGoldenDir, target), files, *update, "./export/qlm")
-			saysUnsupported(t, files)
-			got, err := ReadBack(target, files)
-			if err != nil {
-				t.Fatal(err)
-			}
+			files, got := goldenExport(t, p, target, "disagg", disaggGoldenDir)
 			check(t, got, p, map[string][]int{"prefill-0": {0}, "decode-0": {1}})
 			want := map[string]string{"prefill-0": "kv_producer", "decode-0": "kv_consumer"}
 			for name, role := range want {

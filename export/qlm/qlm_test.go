@@ -71,25 +71,34 @@ func saysUnsupported(t *testing.T, files export.Files) {
 	}
 }
 
+// goldenExport exports p to target under name, checks the files against the target's
+// schemas and the goldens in dir/<target>/ (rewritten under -update) and that each
+// unsupported setting is said, and reads them back.
+func goldenExport(t *testing.T, p *formats.Plan, target, name, dir string) (export.Files, *Exported) {
+	t.Helper()
+	files, err := exporter(t, target).Export(p, export.Options{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := export.Validate(files); err != nil {
+		t.Fatal(err)
+	}
+	exporttest.Golden(t, filepath.Join(dir, target), files, *update, "./export/qlm")
+	saysUnsupported(t, files)
+	got, err := ReadBack(target, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files, got
+}
+
 // TestGolden compares every target's files with testdata/export/qlm/<target>/ after checking
 // them against the targets' schemas, then reads them back into the plan's qlm section.
 func TestGolden(t *testing.T) {
 	p := readPlan(t)
 	for _, target := range export.Targets {
 		t.Run(target, func(t *testing.T) {
-			files, err := exporter(t, target).Export(p, export.Options{Name: "qlm-demo"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := export.Validate(files); err != nil {
-				t.Fatal(err)
-			}
-			exporttest.Golden(t, filepath.Join(goldenDir, target), files, *update, "./export/qlm")
-			saysUnsupported(t, files)
-			got, err := ReadBack(target, files)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, got := goldenExport(t, p, target, "qlm-demo", goldenDir)
 			check(t, got, p, map[string][]int{"llm-0": {0}, "llm-1": {1}})
 		})
 	}
