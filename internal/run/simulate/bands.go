@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/run"
@@ -41,5 +42,30 @@ func printLLMBands(io *run.IO, profs []formats.LLMProfile, rep *sim.Report) {
 				fmt.Fprintf(io.Out, "  %s\n", w)
 			}
 		}
+	}
+}
+
+// printLatencyBands prints the expected-error band on the p50 and p99 latency the plan's
+// own prediction recorded for each application other than an LLM class (at the plan's
+// rates: formats.LatencyError), each distinct basis once. A plan written before bands were
+// recorded has none and nothing is printed: the bands come from the prediction's runs, not
+// from extra simulations.
+func printLatencyBands(io *run.IO, pr *formats.Prediction) {
+	if pr == nil {
+		return
+	}
+	var bases []string
+	for _, a := range pr.Apps {
+		e := a.LatencyError
+		if e == nil {
+			continue
+		}
+		fmt.Fprintf(io.Out, "expected error of the latency at the plan's rates (its prediction), %s: p50 %s, p99 %s\n", a.Name, e.P50, e.P99)
+		if !slices.Contains(bases, e.Basis) {
+			bases = append(bases, e.Basis)
+		}
+	}
+	for _, b := range bases {
+		fmt.Fprintf(io.Out, "  from %s\n", b)
 	}
 }

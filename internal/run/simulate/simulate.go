@@ -74,6 +74,9 @@ type Args struct {
 	// llmProfiles are the plan's embedded LLM profiles (newSweepConfig): the regimes of
 	// its LLM predictions' expected-error bands.
 	llmProfiles []formats.LLMProfile
+	// recorded is the plan's own prediction (nil: none): the latency bands it recorded
+	// for its other applications are printed under the sweep.
+	recorded *formats.Prediction
 }
 
 // Run is `plan simulate PLAN`: the plan at a sweep of load factors.
@@ -108,6 +111,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	}
 	printSimTable(io, rep)
 	printLLMBands(io, a.llmProfiles, rep)
+	printLatencyBands(io, a.recorded)
 	return nil
 }
 
@@ -149,6 +153,7 @@ func newSweepConfig(io *run.IO, a *Args) (*sim.SweepConfig, error) {
 			a.llmProfiles = append(a.llmProfiles, pr.LLMs...)
 		}
 	}
+	a.recorded = plan.Prediction
 	run.WarnStale(io, a.Systems, path, plan)
 	if a.Policy == "" {
 		a.Policy = defPolicy // the plan's own policy (a PARD plan names its dropper)

@@ -8,7 +8,8 @@ import (
 
 // TestSimulateTableColumns: the table shows each application's (class's) attainment for a
 // plan serving several, and the SLO's own percentile for a cascade judged at p95
-// (CascadeServe §5).
+// (CascadeServe §5); under it, the latency band the plan's prediction recorded for an
+// application other than an LLM class.
 func TestSimulateTableColumns(t *testing.T) {
 	qlm := filepath.Join("..", "..", "..", "..", "testdata", "export", "qlm", "plan.json")
 	cases := []struct {
@@ -16,8 +17,9 @@ func TestSimulateTableColumns(t *testing.T) {
 		plan       string
 		want, gone []string
 	}{
-		{"classes", qlm, []string{"att mistral-chat", "att mistral-batch", "att vicuna-chat"}, []string{"p95 ms"}},
-		{"cascade p95", goldenPlan("cascade-sentiment.json"), []string{"p95 ms", "max load factor with the p95 SLO met (95% attainment): "}, []string{"att "}},
+		{"classes", qlm, []string{"att mistral-chat", "att mistral-batch", "att vicuna-chat"}, []string{"p95 ms", "expected error of the latency"}},
+		{"cascade p95", goldenPlan("cascade-sentiment.json"), []string{"p95 ms", "max load factor with the p95 SLO met (95% attainment): ",
+			"expected error of the latency at the plan's rates (its prediction), sentiment: p50 −", "from the spread of 3 runs at load 1"}, []string{"att "}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
