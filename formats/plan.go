@@ -39,9 +39,14 @@ type Provenance struct {
 	// object whose fields are the system's typed planner options (each planner package's
 	// Flags struct), read back by `plan check --resolve`. Plans written before the options
 	// were typed hold a string map ({"max_partitions": "3"}); planner.ReadOptions reads both.
-	Options   json.RawMessage `json:"options,omitempty"`
-	Status    string          `json:"status"`
-	Objective float64         `json:"objective"`
+	Options json.RawMessage `json:"options,omitempty"`
+	// Defaults name, one line each with its value, the defaults that filtered candidates
+	// or changed the result because the inputs left them unset (an SLO judged at the
+	// default percentile, an engine budget left to vLLM's default for the GPU, a search
+	// axis's default values); solve prints the same lines.
+	Defaults  []string `json:"defaults,omitempty"`
+	Status    string   `json:"status"`
+	Objective float64  `json:"objective"`
 	// Bound is the solver's proven bound on the objective (upper when maximising, lower when
 	// minimising) and Gap the relative gap to it. Both are absent when no bound was proven:
 	// a solve that hits its time limit before even its LP relaxation finishes has a plan

@@ -9,7 +9,12 @@
 // are the profile's (formats.LLMProfile, formats.LLMEngine), shared the same way.
 package llmspec
 
-import "github.com/plan-dev/plan/formats"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/plan-dev/plan/formats"
+)
 
 // LLMClass is a class of LLM requests: model, SLO, rate and token-length profile.
 type LLMClass struct {
@@ -57,6 +62,28 @@ func (c *LLMClass) Percentiles() (e2e, ttft, tpot float64) {
 		return DefaultSLOPercentile
 	}
 	return at(c.SLOPercentile), at(c.TTFTPercentile), at(c.TPOTPercentile)
+}
+
+// DefaultPercentileNotes say which SLOs are judged at DefaultSLOPercentile because their
+// class states no percentile: a default that decides which plans and candidates pass,
+// printed with its value (nil when every SLO states one).
+func DefaultPercentileNotes(w *formats.Workload) []string {
+	var at []string
+	for _, c := range ClassesOf(w) {
+		for _, f := range []struct {
+			name string
+			set  bool
+			pct  string
+		}{{"slo", c.SLO > 0, c.SLOPercentile}, {"ttft_slo", c.TTFTSLO > 0, c.TTFTPercentile}, {"tpot_slo", c.TPOTSLO > 0, c.TPOTPercentile}} {
+			if f.set && f.pct == "" {
+				at = append(at, c.Name+" "+f.name)
+			}
+		}
+	}
+	if len(at) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("SLOs judged at the default p%g (no percentile stated): %s", DefaultSLOPercentile*100, strings.Join(at, ", "))}
 }
 
 // TokenProfile summarizes a token-length distribution.

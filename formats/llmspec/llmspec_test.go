@@ -1,6 +1,7 @@
 package llmspec_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -63,6 +64,28 @@ func TestPercentiles(t *testing.T) {
 	c := llmspec.LLMClass{TTFTPercentile: "p90", TPOTPercentile: "p75"}
 	if e2e, ttft, tpot := c.Percentiles(); e2e != 0.99 || ttft != 0.90 || tpot != 0.99 {
 		t.Errorf("Percentiles() = %g, %g, %g, want 0.99, 0.9, 0.99", e2e, ttft, tpot)
+	}
+}
+
+// DefaultPercentileNotes: one line naming each SLO set without a percentile, with the
+// default it is judged at; none when every SLO set states one.
+func TestDefaultPercentileNotes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		classes []llmspec.LLMClass
+		want    []string
+	}{
+		{"all stated", []llmspec.LLMClass{{Name: "chat", SLO: formats.Duration(time.Second), SLOPercentile: "p90"}}, nil},
+		{"unset SLOs need no percentile", []llmspec.LLMClass{{Name: "chat", TTFTSLO: formats.Duration(time.Second), TTFTPercentile: "p95"}}, nil},
+		{"two defaulted", []llmspec.LLMClass{
+			{Name: "chat", SLO: formats.Duration(time.Second), TTFTSLO: formats.Duration(time.Second), TTFTPercentile: "p95", TPOTSLO: formats.Duration(time.Millisecond)},
+			{Name: "batch", SLO: formats.Duration(time.Minute)}},
+			[]string{"SLOs judged at the default p99 (no percentile stated): chat slo, chat tpot_slo, batch slo"}},
+	} {
+		w := llmspec.SetClasses(&formats.Workload{}, tc.classes)
+		if got := llmspec.DefaultPercentileNotes(w); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -57,6 +57,9 @@ type Result struct {
 	// Notes say what the search did not try and why (a GPU type searched only at the
 	// tensor-parallel sizes of the profiles given for it).
 	Notes []string
+	// Defaults are the notes that name a default the search took, with its value (the
+	// plan's provenance.defaults).
+	Defaults []string
 	// Counts are the cluster's GPU counts of the types it gives no `available` for: a fleet
 	// buys past them (available bounds a cost fleet), which its row says (describe).
 	Counts map[string]int
@@ -108,7 +111,8 @@ func Search(ctx context.Context, in planner.Inputs, o Options) (*Result, error) 
 			keep = append(keep, c)
 		}
 	}
-	res := &Result{Rates: map[string]float64{}, Notes: append(append(profileTPNotes(in, o), defaultPercentileNotes(in.Workload)...), defaultSpaceNotes(given, o)...), Counts: map[string]int{}}
+	defaults := append(llmspec.DefaultPercentileNotes(in.Workload), defaultSpaceNotes(given, o)...)
+	res := &Result{Rates: map[string]float64{}, Notes: append(profileTPNotes(in, o), defaults...), Defaults: defaults, Counts: map[string]int{}}
 	for _, g := range in.Cluster.GPUs {
 		if g.Available == nil && g.Count > 0 {
 			res.Counts[g.Type] += g.Count
@@ -450,28 +454,6 @@ func (e noCandidateError) Error() string {
 }
 
 func (e noCandidateError) Unwrap() error { return planner.ErrInfeasible }
-
-// defaultPercentileNotes say which SLOs the search judges at the default percentile
-// (llmspec.DefaultSLOPercentile) because their class states none: a default that decides
-// which candidates pass, printed with its value.
-func defaultPercentileNotes(w *formats.Workload) []string {
-	var at []string
-	for _, c := range llmspec.ClassesOf(w) {
-		for _, f := range []struct {
-			name string
-			set  bool
-			pct  string
-		}{{"slo", c.SLO > 0, c.SLOPercentile}, {"ttft_slo", c.TTFTSLO > 0, c.TTFTPercentile}, {"tpot_slo", c.TPOTSLO > 0, c.TPOTPercentile}} {
-			if f.set && f.pct == "" {
-				at = append(at, c.Name+" "+f.name)
-			}
-		}
-	}
-	if len(at) == 0 {
-		return nil
-	}
-	return []string{fmt.Sprintf("SLOs judged at the default p%g (no percentile stated): %s", llmspec.DefaultSLOPercentile*100, strings.Join(at, ", "))}
-}
 
 // defaultSpaceNotes say which of the search space's axes took their defaults, with the
 // values: they decide which candidates exist.

@@ -74,12 +74,12 @@ type Planner struct {
 	f pq.Flags
 	// sim is the simulator the solve sizes with (Deps.Sim).
 	sim pq.PointSimulator
-	// report is the last deployment search's tables (Report).
+	// report is the last solve's tables (Report).
 	report []planner.Table
 }
 
 // Report implements planner.Reporter: the last deployment search's candidates, comparison
-// fleets and engine flags (none without --search).
+// fleets, engine flags and notes; without --search, the defaults the solve took.
 func (o *Planner) Report() []planner.Table { return o.report }
 
 // Options implements planner.Planner.
@@ -110,14 +110,23 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		o.report = tables
 		return plan, err
 	}
+	var plan *formats.Plan
+	var err error
 	if s.Objective == planner.ObjectiveCost {
-		plan, err := pq.SolveCost(ctx, in, pq.Options{Flags: pq.Flags{SLO: formats.Duration(s.SLO)}, ToolVersion: s.ToolVersion, Sim: o.sim}, s.TimeLimit, s.Gap)
+		plan, err = pq.SolveCost(ctx, in, pq.Options{Flags: pq.Flags{SLO: formats.Duration(s.SLO)}, ToolVersion: s.ToolVersion, Sim: o.sim}, s.TimeLimit, s.Gap)
 		if err == nil && s.Deterministic {
 			plan.Provenance.SolveMs = 0
 		}
-		return plan, err
+	} else {
+		plan, err = pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy, MinGPUs: o.f.MinGPUs}, ToolVersion: s.ToolVersion, AcceptMiss: s.AcceptMiss, Status: s.Status, Sim: o.sim})
 	}
-	return pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy, MinGPUs: o.f.MinGPUs}, ToolVersion: s.ToolVersion, AcceptMiss: s.AcceptMiss, Status: s.Status, Sim: o.sim})
+	o.report = nil
+	if plan != nil {
+		// The defaults it took, printed as the search prints its own (Report) and recorded.
+		plan.Provenance.Defaults = defaultNotes(in, plan)
+		o.report = noteTable(plan.Provenance.Defaults)
+	}
+	return plan, err
 }
 
 // Render prints the instances with their virtual queues, and the groups.
@@ -216,5 +225,8 @@ func search(ctx context.Context, in planner.Inputs, rec pq.Flags, tool string, d
 		return nil, tables, err
 	}
 	plan, err := res.Plan(in, llmdeploy.PlanOptions{ToolVersion: tool, Options: planner.RecordOptions(rec), Deterministic: deterministic})
+	if plan != nil {
+		plan.Provenance.Defaults = res.Defaults
+	}
 	return plan, tables, err
 }
