@@ -98,7 +98,8 @@ func (c *collector) llmFinish(cl *LLMClass, l *llmCol, r *dataplane.Request) boo
 		l.unstamped++
 	}
 	ok := true
-	if cl.TTFTSLO > 0 && ttft > cl.TTFTSLO {
+	slos := workload.LLMSLOs{TTFT: cl.TTFTSLO, TPOT: cl.TPOTSLO}
+	if slos.TTFTMissed(ttft) {
 		l.ttftMiss++
 		ok = false
 	}
@@ -107,7 +108,7 @@ func (c *collector) llmFinish(cl *LLMClass, l *llmCol, r *dataplane.Request) boo
 		if c.latencies {
 			l.tpot = append(l.tpot, tpot)
 		}
-		if cl.TPOTSLO > 0 && tpot > float64(cl.TPOTSLO) {
+		if slos.TPOTMissed(tpot) {
 			l.tpotMiss++
 			ok = false
 		}

@@ -51,6 +51,21 @@ func LLMChecks(s LLMSLOs, m *AppMetrics) []SLOCheck {
 	return out
 }
 
+// E2EMissed, TTFTMissed and TPOTMissed judge one answered request (on time or late)
+// against the SLOs of s: the per-request rule behind the counts LLMChecks judges
+// (LLMMetrics' E2EMissed, TTFTMissed, TPOTMissed), by which the simulator's collector and
+// the deployment search's probes both count. An SLO is missed past its limit (at it, it
+// holds); one s does not set (0) is never missed.
+func (s LLMSLOs) E2EMissed(e2e dataplane.Time) bool { return e2e > s.E2E }
+
+// TTFTMissed: the first token came after the TTFT limit (see E2EMissed).
+func (s LLMSLOs) TTFTMissed(ttft dataplane.Time) bool { return s.TTFT > 0 && ttft > s.TTFT }
+
+// TPOTMissed: tpot, the mean time per output token after the first ((finish − first token)
+// / (output tokens − 1), µs), is over the TPOT limit (see E2EMissed). An answer of one
+// token has none to miss: its caller does not ask.
+func (s LLMSLOs) TPOTMissed(tpot float64) bool { return s.TPOT > 0 && tpot > float64(s.TPOT) }
+
 // AllMet reports whether every check holds (true for none).
 func AllMet(cs []SLOCheck) bool {
 	for _, c := range cs {

@@ -3,7 +3,35 @@ package workload
 import (
 	"reflect"
 	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
 )
+
+// TestMisses: a request misses an SLO only past its limit (at it, it holds), and an SLO not
+// set is never missed.
+func TestMisses(t *testing.T) {
+	s := LLMSLOs{E2E: 2e6, TTFT: 5e5, TPOT: 5e4}
+	cases := []struct {
+		name            string
+		s               LLMSLOs
+		e2e, ttft       int64
+		tpot            float64
+		e2eM, ttftM, tM bool
+	}{
+		{"all within", s, 1e6, 4e5, 4e4, false, false, false},
+		{"at the limits", s, 2e6, 5e5, 5e4, false, false, false},
+		{"just past each", s, 2e6 + 1, 5e5 + 1, 5e4 + 0.5, true, true, true},
+		{"ttft and tpot not set", LLMSLOs{E2E: 2e6}, 1e6, 9e9, 9e9, false, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, f, p := c.s.E2EMissed(dataplane.Time(c.e2e)), c.s.TTFTMissed(dataplane.Time(c.ttft)), c.s.TPOTMissed(c.tpot)
+			if e != c.e2eM || f != c.ttftM || p != c.tM {
+				t.Errorf("misses e2e %t ttft %t tpot %t, want %t %t %t", e, f, p, c.e2eM, c.ttftM, c.tM)
+			}
+		})
+	}
+}
 
 // TestLLMChecks: each SLO is judged at its own percentile over every request of the class
 // (a dropped request meets none); only the SLOs a class sets are checked.

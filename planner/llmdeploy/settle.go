@@ -24,19 +24,19 @@ type requestJudgement struct {
 }
 
 // judgeRequest judges request q's answer r (neither refused nor unfinished) against its
-// class cl's SLOs: the one rule Judge and settle share, the simulator's (sim's llmFinish):
-// an SLO is missed when the latency is past its limit, TPOT = (finish − first token) /
-// (output tokens − 1) over answers of more than one token.
+// class cl's SLOs: the one rule Judge and settle share, the simulator's (workload.LLMSLOs'
+// E2EMissed, TTFTMissed and TPOTMissed), TPOT = (finish − first token) / (output tokens −
+// 1) over answers of more than one token.
 func judgeRequest(cl *llmspec.LLMClass, q *llm.Request, r *llm.Result) requestJudgement {
 	s := slosOf(cl)
 	j := requestJudgement{ttft: float64(r.FirstToken - q.Arrival), e2e: float64(r.Done - q.Arrival)}
 	j.ok[sloTPOT] = true
 	if q.Out > 1 {
 		j.tpot = float64(r.Done-r.FirstToken) / float64(q.Out-1)
-		j.ok[sloTPOT] = s.TPOT <= 0 || !(j.tpot > float64(s.TPOT))
+		j.ok[sloTPOT] = !s.TPOTMissed(j.tpot)
 	}
-	j.ok[sloE2E] = !(j.e2e > float64(s.E2E))
-	j.ok[sloTTFT] = s.TTFT <= 0 || !(j.ttft > float64(s.TTFT))
+	j.ok[sloE2E] = !s.E2EMissed(r.Done - q.Arrival)
+	j.ok[sloTTFT] = !s.TTFTMissed(r.FirstToken - q.Arrival)
 	return j
 }
 
