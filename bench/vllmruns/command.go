@@ -20,6 +20,7 @@ import (
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/benchapi"
+	"github.com/plan-dev/plan/internal/quantile"
 	"github.com/plan-dev/plan/profiler/llm"
 )
 
@@ -234,7 +235,7 @@ func MediansOf(rs []Result) Medians {
 			v := *f(&rs[i].All.ErrorPct)
 			abs, signed = append(abs, math.Abs(v)), append(signed, v)
 		}
-		*f(&m.Abs), *f(&m.Signed) = round2(median(abs)), round2(median(signed))
+		*f(&m.Abs), *f(&m.Signed) = round2(quantile.Median(abs)), round2(quantile.Median(signed))
 	}
 	for _, r := range rs {
 		if e := math.Abs(r.All.ErrorPct.E2EMean); e >= m.WorstE2 {
@@ -242,19 +243,6 @@ func MediansOf(rs []Result) Medians {
 		}
 	}
 	return m
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
 }
 
 func round2(v float64) float64 { return math.Round(v*100) / 100 }

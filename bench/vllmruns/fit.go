@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/plan-dev/plan/internal/quantile"
 	"github.com/plan-dev/plan/profiler/llm"
 )
 
@@ -107,7 +108,7 @@ func absMedians(es []Measured) Measured {
 	for _, e := range es {
 		e2e, ttft, itl = append(e2e, math.Abs(e.E2EMean)), append(ttft, math.Abs(e.TTFTMean)), append(itl, math.Abs(e.ITLMean))
 	}
-	return Measured{E2EMean: round2(median(e2e)), TTFTMean: round2(median(ttft)), ITLMean: round2(median(itl))}
+	return Measured{E2EMean: round2(quantile.Median(e2e)), TTFTMean: round2(quantile.Median(ttft)), ITLMean: round2(quantile.Median(itl))}
 }
 
 // FittedCorrectionsSource is the Go source of profiler/llm's fitted corrections file.
