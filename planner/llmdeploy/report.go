@@ -86,15 +86,7 @@ func (res *Result) Tables() []planner.Table {
 			et.Rows = append(et.Rows, []string{r.Candidate.Model, role, x.GPU, fmt.Sprint(res.Chosen.Units[i] * r.Candidate.instances(k)), x.flags()})
 		}
 	}
-	out := []planner.Table{ct, ft, et}
-	if len(res.Notes) > 0 {
-		nt := planner.Table{Header: []string{"NOTE"}}
-		for _, n := range res.Notes {
-			nt.Rows = append(nt.Rows, []string{n})
-		}
-		out = append(out, nt)
-	}
-	return out
+	return append([]planner.Table{ct, ft, et}, planner.NoteTable(res.Notes)...)
 }
 
 // uniq drops repeats of the first value (one value when every role has it).

@@ -52,7 +52,12 @@ func System() system.System {
 // Planner is PPipe's planner: its options are ppipe.Flags, which the plan records.
 type Planner struct {
 	f ppipe.Flags
+	// report is the last solve's defaults, as notes (Report).
+	report []planner.Table
 }
+
+// Report implements planner.Reporter: the defaults the last solve took.
+func (o *Planner) Report() []planner.Table { return o.report }
 
 // Options implements planner.Planner.
 func (o *Planner) Options() any { return &o.f }
@@ -74,10 +79,14 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	opts.Objective, opts.Deadline = s.Objective, s.Deadline
 	cpu0, _ := cpuTime()
 	opts.Reserve = reserveFrom(time.Now(), cpu0)
+	o.report = nil
 	plan, err := ppipe.Solve(ctx, ppipe.Inputs{Profiles: in.Profiles, Cluster: in.Cluster, Workload: in.Workload, Refs: in.Refs}, opts)
 	if err != nil {
 		return nil, err
 	}
+	// The defaults it took, printed as the deployment search prints its own and recorded.
+	plan.Provenance.Defaults = defaultNotes(in, s, plan)
+	o.report = planner.NoteTable(plan.Provenance.Defaults)
 	if s.Objective == planner.ObjectiveCost {
 		return plan, nil // the cost objective provisions for the rates itself
 	}

@@ -64,16 +64,3 @@ func instanceProfile(profs []*formats.Profile, inst qlmsec.QLMInstance) *formats
 	}
 	return nil
 }
-
-// noteTable is the notes as the deployment search reports its own (llmdeploy's NOTE
-// table): solve prints a planner's report tables on stderr (planner.Reporter).
-func noteTable(notes []string) []planner.Table {
-	if len(notes) == 0 {
-		return nil
-	}
-	t := planner.Table{Header: []string{"NOTE"}}
-	for _, n := range notes {
-		t.Rows = append(t.Rows, []string{n})
-	}
-	return []planner.Table{t}
-}

@@ -124,7 +124,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	if plan != nil {
 		// The defaults it took, printed as the search prints its own (Report) and recorded.
 		plan.Provenance.Defaults = defaultNotes(in, plan)
-		o.report = noteTable(plan.Provenance.Defaults)
+		o.report = planner.NoteTable(plan.Provenance.Defaults)
 	}
 	return plan, err
 }
