@@ -21,6 +21,7 @@ func (s *session) dartr() (solved, error) {
 	if err != nil {
 		return solved{}, err
 	}
+	s.reserveFor(np.st.objective) // DART-r's plan is about the NP plan's size
 	K := len(p.types)
 	n := make([][]int, len(p.models))
 	for mi := range n {

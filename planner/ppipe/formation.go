@@ -10,7 +10,7 @@ import (
 func (s *session) strategy() (solved, error) {
 	switch s.p.opts.Strategy {
 	case StrategyNP:
-		return s.np()
+		return s.npWith(true)
 	case StrategyDARTR:
 		return s.dartr()
 	default:

@@ -61,6 +61,7 @@ func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) 
 					if err != nil && !errors.Is(err, planner.ErrInfeasible) {
 						return nil, err
 					}
+					s.reserveFor(est.st.objective) // the first plan found sizes the caller's reserve
 					thr = modelThroughput(est.pipes, len(p.models))
 				}
 				md.lambda = thr[mi] / 1e6
@@ -138,6 +139,15 @@ func (s *session) reserveFor(obj float64) {
 		for _, md := range s.p.models {
 			rps += obj * md.weight
 		}
+	}
+	s.reserveRPS(rps)
+}
+
+// reserveRPS is reserveFor of a plan whose models' rates add up to rps requests/s.
+func (s *session) reserveRPS(rps float64) {
+	f := s.p.opts.Reserve
+	if f == nil || math.IsInf(rps, 0) || math.IsNaN(rps) || rps <= 0 {
+		return
 	}
 	tl := max(s.end.Sub(s.began), 0)
 	d := s.end.Add(-min(f(rps), time.Duration(maxReserve*float64(tl))))
@@ -323,11 +333,21 @@ func statusOf(r *solver.Result) string {
 }
 
 // np solves the no-partitioning baseline: P = 1, whole GPUs, same objective, margin and β.
+// As the plan's own strategy (reserve) its one MILP is the whole solve, so it leaves the
+// caller's reserve first, for the most the models' pipelines could carry (capacityEstimate);
+// as the other strategies' first phase it does not, and they reserve for its plan.
 func (s *session) np() (solved, error) {
+	return s.npWith(false)
+}
+
+func (s *session) npWith(reserve bool) (solved, error) {
 	cfg := spaceConfig{P: 1, wholeOnly: true}
 	spaces, err := s.spaces(cfg)
 	if err != nil {
 		return solved{}, err
+	}
+	if reserve {
+		s.reserveRPS(capacityEstimate(spaces))
 	}
 	b := s.p.build(spaces, cfg)
 	res, err := s.run(b, solveCall{phase: "np"})
@@ -341,6 +361,24 @@ func (s *session) np() (solved, error) {
 		return solved{st: st}, err
 	}
 	return solved{pipes: pipes, st: st}, nil
+}
+
+// capacityEstimate is what the plan could carry at most, for sizing the caller's reserve
+// before any plan is found: per model, its fastest pipeline's bound with every GPU of its
+// types (tmpl.xmax), summed (an over-estimate: the models share the GPUs, and a larger
+// reserve only ends the solve earlier).
+func capacityEstimate(spaces []*modelSpace) float64 {
+	total := 0.0
+	for _, ms := range spaces {
+		best := 0.0
+		for _, t := range ms.tmpls {
+			if !math.IsInf(t.xmax, 0) {
+				best = max(best, t.xmax)
+			}
+		}
+		total += best
+	}
+	return total
 }
 
 func countOptions(st *stats, spaces []*modelSpace) {
