@@ -375,7 +375,14 @@ func roles(in planner.Inputs, model string, o Options) ([]Role, []string) {
 			for _, q := range append([]string{""}, o.Quantizations...) {
 				for _, ep := range eps {
 					// On the cluster's GPUs: its memory_bytes, where it says, bounds weights and KV.
-					pr, err := pllm.EstimateWith(arch, g.Type, tp, pllm.Variant{Link: roofline.LinkAuto, MemoryBytes: g.MemoryBytes, Quantization: q, ExpertParallel: ep})
+					v := pllm.Variant{Link: roofline.LinkAuto, MemoryBytes: g.MemoryBytes, Quantization: q, ExpertParallel: ep}
+					pr, err := pllm.EstimateWith(arch, g.Type, tp, v)
+					if err != nil {
+						// vLLM's profiling run samples max_num_seqs rows over the vocabulary, so
+						// the fewest sequences the search tries may leave room the defaults do not.
+						v.Engine = &formats.LLMEngine{MaxNumSeqs: slices.Min(o.MaxSeqs)}
+						pr, err = pllm.EstimateWith(arch, g.Type, tp, v)
+					}
 					if err != nil {
 						continue // the weights and a minimal KV cache do not fit tp GPUs, or the GPU cannot run q
 					}

@@ -22,7 +22,8 @@ type KVMemory struct {
 	// WeightsPerGPU is the model's weights over the tensor-parallel degree.
 	WeightsPerGPU int64 `json:"weights_per_gpu_bytes"`
 	// ActivationPeak is the larger of the profiling forward's live activations at
-	// BatchedTokens tokens and the dummy sampler pass's logits at MaxSeqs sequences.
+	// BatchedTokens tokens and the dummy sampler pass's top-k/top-p buffers at MaxSeqs
+	// sequences over the vocabulary.
 	ActivationPeak int64 `json:"activation_peak_bytes"`
 	BatchedTokens  int   `json:"max_num_batched_tokens"`
 	MaxSeqs        int   `json:"max_num_seqs"`
@@ -101,13 +102,29 @@ func KVBudgetWith(m Model, g gpus.Spec, tp int, fp8 bool, s KVSettings) KVMemory
 	return k
 }
 
-// activationPeak is the profiling run's peak on one rank: the forward over tokens BF16
-// rows holds the residual stream and the layer's input (2 × hidden), and at the MLP the
-// fused gate/up output (2 × intermediate/tp) with the activation's output (intermediate/tp)
-// — the largest layer-local tensors; the dummy sampler pass then holds FP32 logits of
-// seqs rows over the vocabulary, twice (logits and probabilities). The larger is the peak.
+// activationPeak is the profiling run's peak on one rank (vLLM's gpu_model_runner
+// profile_run: the forward at max_num_batched_tokens, then _dummy_sampler_run on one row a
+// sequence; the torch allocator's peak is the larger of the two). The forward over tokens
+// BF16 rows holds the residual stream and the layer's input (2 × hidden), and at the MLP
+// the fused gate/up output (2 × intermediate/tp) with the activation's output
+// (intermediate/tp) — the largest layer-local tensors. The sampler pass holds seqs rows of
+// the whole vocabulary (the LM head gathers it on every rank) in samplerBytesPerLogit bytes
+// an entry.
 func activationPeak(m Model, tp, tokens, seqs int) int64 {
 	fwd := 2 * float64(tokens) * (2*float64(m.Hidden) + 3*float64(m.Intermediate/tp))
-	sampler := 2 * 4 * float64(seqs) * float64(m.Vocab)
+	sampler := samplerBytesPerLogit * float64(seqs) * float64(m.Vocab)
 	return int64(max(fwd, sampler))
 }
+
+// samplerBytesPerLogit is what the dummy sampler pass keeps live per (sequence, vocabulary
+// entry) at its peak, term by term from vLLM's code: _dummy_sampler_run asks for top-k and
+// top-p on every row, so TopKTopPSampler.forward_native (FlashInfer's sampler is opt-in)
+// runs apply_top_k_top_p, whose logits.sort along the vocabulary is the high-water mark.
+// Live there: the LM head's BF16 logits (2 B, still referenced by the runner), the
+// sampler's FP32 copy (4), the sort's outputs — values (4) and int64 indices (8) — its
+// int64 index input (8) and the radix sort's alternate key/value buffers (4 + 8). Checked
+// against vLLM's own "peak activation" lines at 1,024 sequences on H100, where the sampler
+// dominates: Llama-3.1-8B 4.76 GiB (this gives 4.65), Qwen3-0.6B 5.56 (5.50), gpt-oss-20b
+// 7.38 (7.28), Llama-3.3-70B at TP 2 4.84 (4.65) (llm-d-benchmark's
+// config_explorer/empirical-vllm-memory-results.md).
+const samplerBytesPerLogit = 2 + 4 + (4 + 8) + 8 + (4 + 8)

@@ -128,8 +128,7 @@ func TestEstimateAllTP(t *testing.T) {
 	for _, p := range ps {
 		got[p.Model+"/"+string(rune('0'+p.GPUCount))] = true
 	}
-	// 70B at TP2: 70.6 GB of weights a GPU leave room for 27k KV tokens, as vLLM finds.
-	for _, want := range []string{"llama-3.1-8b/1", "llama-3.1-8b/8", "llama-3.1-70b/2", "llama-3.1-70b/4", "llama-3.1-70b/8", "qwen2.5-7b/4"} {
+	for _, want := range []string{"llama-3.1-8b/1", "llama-3.1-8b/8", "llama-3.1-70b/4", "llama-3.1-70b/8", "qwen2.5-7b/4"} {
 		if !got[want] {
 			t.Errorf("no profile %s (have %v)", want, got)
 		}
@@ -138,8 +137,11 @@ func TestEstimateAllTP(t *testing.T) {
 	for _, s := range skipped {
 		why[s.Model+"/"+string(rune('0'+s.TP))] = s.Reason.Error()
 	}
-	if !strings.Contains(why["llama-3.1-70b/1"], "KV tokens") || !strings.Contains(why["qwen2.5-7b/8"], "attention heads") {
-		t.Errorf("skipped %v: want 70B at TP1 (memory) and Qwen2.5-7B at TP8 (heads)", why)
+	// 70B at TP2: 70.6 GB of weights a GPU, and the dummy sampler pass over 1,024 sequences
+	// of a 128K vocabulary peaks near 4.8 GiB (vLLM's profile of Llama-3.3-70B at TP 2),
+	// leave under two 4K contexts of KV cache.
+	if !strings.Contains(why["llama-3.1-70b/1"], "KV tokens") || !strings.Contains(why["llama-3.1-70b/2"], "KV tokens") || !strings.Contains(why["qwen2.5-7b/8"], "attention heads") {
+		t.Errorf("skipped %v: want 70B at TP1 and TP2 (memory) and Qwen2.5-7B at TP8 (heads)", why)
 	}
 	if _, _, err := EstimateAll([]string{"llama-3.1-70b"}, []string{"L4"}, Options{TP: []int{1}}); err == nil {
 		t.Error("70B on one L4: want an error")
