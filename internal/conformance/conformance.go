@@ -81,12 +81,13 @@ func violation(format string, a ...any) error {
 // deployments, in a stable order.
 func Policies() [][2]string {
 	var out [][2]string
-	for _, s := range systems.InTree() {
-		if s.Sample == nil {
+	for _, sys := range systems.Default().Systems() {
+		s, ok := sys.(system.Sampling)
+		if !ok {
 			continue
 		}
-		for _, p := range s.Policies {
-			out = append(out, [2]string{s.Name, p.Name})
+		for _, p := range s.Policies() {
+			out = append(out, [2]string{s.Name(), p.Name})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -102,20 +103,27 @@ func Policies() [][2]string {
 // deployment (an error from its Attach) fails with ErrRefused: a harness whose cases pass
 // with nothing run proves nothing.
 func Run(c Case) (*Result, error) {
-	sys, ok := systems.ByName(c.System)
-	if !ok || sys.Sample == nil {
+	sys, ok := sampling(c.System)
+	if !ok {
 		return nil, fmt.Errorf("system %q has no sample deployments", c.System)
 	}
 	return run(sys, c)
 }
 
-func run(sys system.System, c Case) (*Result, error) {
+// sampling is the in-tree system called name if it samples deployments (system.Sampling).
+func sampling(name string) (system.Sampling, bool) {
+	s, _ := systems.ByName(name)
+	sys, ok := s.(system.Sampling)
+	return sys, ok
+}
+
+func run(sys system.Sampling, c Case) (*Result, error) {
 	rng := rand.New(rand.NewPCG(c.Seed, 0xc0f0))
 	dep := sys.Sample(rng)
 	if err := dep.Validate(); err != nil {
-		return nil, fmt.Errorf("%s.Sample: invalid deployment: %w", sys.Name, err)
+		return nil, fmt.Errorf("%s.Sample: invalid deployment: %w", sys.Name(), err)
 	}
-	reg := dataplane.NewRegistry(sys.Policies...)
+	reg := dataplane.NewRegistry(sys.Policies()...)
 	pol, err := reg.New(dep, dataplane.Config{Policy: c.Policy}, "")
 	if err != nil {
 		return nil, err
@@ -150,7 +158,7 @@ func run(sys system.System, c Case) (*Result, error) {
 	}
 	s, err := sim.New(dep, pol, srcs, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%s/%s: %w: %v", sys.Name, c.Policy, ErrRefused, err)
+		return nil, fmt.Errorf("%s/%s: %w: %v", sys.Name(), c.Policy, ErrRefused, err)
 	}
 	k.eng = s.Engine
 	if _, err := s.Run(); err != nil {

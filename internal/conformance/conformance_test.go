@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/internal/system"
 )
 
 var patterns = []string{"poisson", "bursty:3", "mmpp"}
@@ -109,8 +109,7 @@ func TestBoundedLiveTable(t *testing.T) {
 // deployment's planned rates (the sample Run draws for c).
 func durationFor(t *testing.T, c Case, n int) dataplane.Time {
 	t.Helper()
-	sys, _ := systems.ByName(c.System)
-	dep := sys.Sample(rand.New(rand.NewPCG(c.Seed, 0xc0f0)))
+	dep := mustSampling(t, c.System).Sample(rand.New(rand.NewPCG(c.Seed, 0xc0f0)))
 	var rate float64
 	for _, a := range dep.Apps {
 		rate += max(a.RateRPS, 0) * c.Load
@@ -169,9 +168,9 @@ func (idle) Handle(dataplane.Time, *dataplane.Event, *dataplane.Decisions) {}
 
 // TestHarnessFailsOnLostRequests: a policy that ignores its requests is caught.
 func TestHarnessFailsOnLostRequests(t *testing.T) {
-	sys, _ := systems.ByName("ppipe")
-	sys.Policies = []dataplane.PolicySpec{{Name: "idle", Serves: []string{sys.PlanSection()},
-		New: func(dataplane.Config) (dataplane.Policy, error) { return idle{}, nil }}}
+	ppipe := mustSampling(t, "ppipe")
+	sys := withPolicies{Sampling: ppipe, policies: []dataplane.PolicySpec{{Name: "idle", Serves: []string{ppipe.Sections().PlanKey()},
+		New: func(dataplane.Config) (dataplane.Policy, error) { return idle{}, nil }}}}
 	_, err := run(sys, Case{Policy: "idle", Seed: 1, Pattern: "poisson", Load: 1, Duration: dataplane.Second})
 	if !errors.Is(err, ErrViolation) {
 		t.Fatalf("lost requests not reported: %v", err)
@@ -221,11 +220,11 @@ func (refuser) Attach(dataplane.View) error { return errors.New("not this shape"
 // that refuses its system's own sample, both fail the harness; the same hoarder without
 // cancels passes (the failure is the cancels').
 func TestHarnessCatchesCancelAndRefusal(t *testing.T) {
-	sys, _ := systems.ByName("ppipe")
-	sys.Policies = []dataplane.PolicySpec{
-		{Name: "hoarder", Serves: []string{sys.PlanSection()}, New: func(dataplane.Config) (dataplane.Policy, error) { return &hoarder{}, nil }},
-		{Name: "refuser", Serves: []string{sys.PlanSection()}, New: func(dataplane.Config) (dataplane.Policy, error) { return refuser{}, nil }},
-	}
+	ppipe := mustSampling(t, "ppipe")
+	sys := withPolicies{Sampling: ppipe, policies: []dataplane.PolicySpec{
+		{Name: "hoarder", Serves: []string{ppipe.Sections().PlanKey()}, New: func(dataplane.Config) (dataplane.Policy, error) { return &hoarder{}, nil }},
+		{Name: "refuser", Serves: []string{ppipe.Sections().PlanKey()}, New: func(dataplane.Config) (dataplane.Policy, error) { return refuser{}, nil }},
+	}}
 	c := Case{Policy: "hoarder", Seed: 1, Pattern: "poisson", Load: 0.3, Duration: dataplane.Second}
 	if _, err := run(sys, c); err != nil {
 		t.Fatalf("hoarder without cancels: %v", err)
@@ -243,11 +242,7 @@ func TestHarnessCatchesCancelAndRefusal(t *testing.T) {
 // failureAware reports whether system's policy declares a FailureMode (dataplane.FailureAware).
 func failureAware(t *testing.T, system, policy string) bool {
 	t.Helper()
-	sys, ok := systems.ByName(system)
-	if !ok {
-		t.Fatalf("no system %q", system)
-	}
-	for _, sp := range sys.Policies {
+	for _, sp := range mustSampling(t, system).Policies() {
 		if sp.Name == policy {
 			p, err := sp.New(dataplane.Config{Policy: policy})
 			if err != nil {
@@ -269,11 +264,30 @@ func TestFailureAwareSystems(t *testing.T) {
 			t.Errorf("%s/%s declares no FailureMode", sp[0], sp[1])
 		}
 	}
-	sys, _ := systems.ByName("ppipe")
-	sys.Policies = []dataplane.PolicySpec{{Name: "idle", Serves: []string{sys.PlanSection()},
-		New: func(dataplane.Config) (dataplane.Policy, error) { return idle{}, nil }}}
+	ppipe := mustSampling(t, "ppipe")
+	sys := withPolicies{Sampling: ppipe, policies: []dataplane.PolicySpec{{Name: "idle", Serves: []string{ppipe.Sections().PlanKey()},
+		New: func(dataplane.Config) (dataplane.Policy, error) { return idle{}, nil }}}}
 	_, err := run(sys, Case{Policy: "idle", Seed: 1, Pattern: "poisson", Load: 1, Duration: dataplane.Second, FailAt: dataplane.Second / 2})
 	if !errors.Is(err, dataplane.ErrNoFailover) {
 		t.Fatalf("a failure under a policy with no FailureMode: %v; want %v", err, dataplane.ErrNoFailover)
 	}
 }
+
+// mustSampling is the in-tree system called name, which must sample deployments.
+func mustSampling(t *testing.T, name string) system.Sampling {
+	t.Helper()
+	sys, ok := sampling(name)
+	if !ok {
+		t.Fatalf("no system %q with sample deployments", name)
+	}
+	return sys
+}
+
+// withPolicies is a system with other policies than its own: what a harness test runs its
+// misbehaving policies under.
+type withPolicies struct {
+	system.Sampling
+	policies []dataplane.PolicySpec
+}
+
+func (w withPolicies) Policies() []dataplane.PolicySpec { return w.policies }

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -56,13 +55,13 @@ func liveHeap() uint64 {
 // queue grows (PARD's no-drop baseline already falls behind at 0.5).
 func forgetRun(system, policy string, n int) (forgetResult, error) {
 	var res forgetResult
-	sys, ok := systems.ByName(system)
-	if !ok || sys.Sample == nil {
+	sys, ok := sampling(system)
+	if !ok {
 		return res, fmt.Errorf("system %q has no sample deployments", system)
 	}
 	const seed = 70
 	dep := sys.Sample(rand.New(rand.NewPCG(seed, 0xc0f0)))
-	pol, err := dataplane.NewRegistry(sys.Policies...).New(dep, dataplane.Config{Policy: policy}, "")
+	pol, err := dataplane.NewRegistry(sys.Policies()...).New(dep, dataplane.Config{Policy: policy}, "")
 	if err != nil {
 		return res, err
 	}

@@ -75,14 +75,14 @@ func ParseParams(kv []string) (map[string]string, error) {
 
 // ReadPlanSystem reads a plan and finds the system that planned it; every problem is a usage
 // error naming the file.
-func ReadPlanSystem(reg *systems.Registry, path string) (*formats.Plan, system.System, error) {
+func ReadPlanSystem(reg *systems.Registry, path string) (*formats.Plan, system.Plugin, error) {
 	p, err := formats.ReadInto[*formats.Plan](path, reg.Sections())
 	if err != nil {
-		return nil, system.System{}, UsageError(err)
+		return nil, nil, UsageError(err)
 	}
 	sys, err := reg.ForPlan(p)
 	if err != nil {
-		return nil, system.System{}, UsageErrorf("%s: %v", path, err)
+		return nil, nil, UsageErrorf("%s: %v", path, err)
 	}
 	return p, sys, nil
 }
@@ -111,7 +111,7 @@ func WarnStale(io *IO, reg *systems.Registry, path string, p *formats.Plan) {
 	if err != nil {
 		return
 	}
-	for _, c := range StaleChecks(s.Checker, p) {
+	for _, c := range StaleChecks(systems.CheckerOf(s), p) {
 		fmt.Fprintf(io.Err, "plan: warning: %s: %s (plan check fails it)\n", path, c.Line)
 	}
 }

@@ -1,76 +1,148 @@
-// Package system defines what one serving system contributes to `plan`: a planner for the
-// workload sections it handles, a deployer for the plan section it reads, its runtime
-// policies, a checker for `plan check`, its benches and its exporters. internal/systems
-// lists the built-in systems; commands find a system there and never name one.
+// Package system defines what one serving system contributes to `plan`, as small interfaces,
+// one per extension point, in the style of the Kubernetes scheduler framework: every system
+// is a Plugin (its name, doc line and file-format sections), and implements only the
+// extension points it has — Planning (a planner for the workload sections it handles and how
+// `plan solve` prints its plans), Deploying (a deployer for the plan section it reads, and
+// its runtime policies), Sampling (random deployments for the conformance harness), Checking
+// (`plan check`), Sizing (the autopilot's capacity model), Benching (`plan bench`), Exporting
+// (`plan export`), Serving (its own APIs on `plan serve`) and ONNXCutting (what `plan serve
+// --workers onnx` runs). Commands type-assert a plugin to the point they need and, where it
+// is missing, say the system does not provide that part yet (exit 2).
+//
+// A system is built by a Factory from a Handle: the dependencies the registry hands every
+// plugin at construction (as kube-scheduler's framework.Handle), never package state.
+// internal/systems lists the built-in factories in one explicit list; commands find a system
+// there and never name one.
 package system
 
 import (
+	"context"
 	"math/rand/v2"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/internal/benchapi"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/serve"
-	"github.com/plan-dev/plan/serve/worker"
 )
 
-// System is one system's parts. Every field but Name may be empty where the system does not
-// provide that part yet; commands then say so (exit 2).
-type System struct {
+// Plugin is what every system is: its name, description and file-format sections. The
+// extension points below each embed it, so a command holding one can name the system.
+type Plugin interface {
 	// Name is the system's registry name ("ppipe", "pard").
-	Name string
+	Name() string
 	// Doc is a one-line description.
-	Doc string
+	Doc() string
+	// Sections are its file-format sections, and solve-error naming: the one place a
+	// system names its section keys.
+	Sections() Sections
+}
 
-	// DefaultWorkload: its planner also plans when no workload is given (the sections it
-	// handles are its Sections.Workload and Sections.Shared, System.WorkloadSections).
-	DefaultWorkload bool
+// Factory builds a system from the registry's Handle (internal/systems.InTree lists them).
+type Factory func(Handle) Plugin
+
+// Handle is what the registry hands every system at construction, as kube-scheduler hands
+// its plugins a framework handle: the simulator, for the planners that size plans by
+// simulation (QLM, DyOrc). Planner and simulator never import each other (DESIGN.md's
+// layering), so the registry is where they meet; two registries may hand different
+// simulators. A field may be nil (a test's handle): a system that needs it refuses to run
+// the parts that do (its planner's ErrNoSimulator) rather than fall back to something else.
+type Handle struct {
+	// Point simulates dep under policy pol (of policies) at its apps' planned rates for dur
+	// of seeded Poisson arrivals, those before warmup not counted (< 0: the default
+	// warm-up), with LLM classes classes (nil for other systems): one `plan simulate --load
+	// 1` point (sim.PoissonPoint).
+	Point func(dep *dataplane.Deployment, policies *dataplane.Registry, pol string, classes []llmspec.LLMClass, dur, warmup dataplane.Time, seed uint64) (*workload.Point, error)
+	// Predict is `plan solve`'s prediction of plan p, deployed as dep under policy (of
+	// policies), at its embedded workload's rates: whether it meets its SLOs (sim.Predict,
+	// RatesOnly).
+	Predict func(ctx context.Context, p *formats.Plan, dep *dataplane.Deployment, policies *dataplane.Registry, policy string) (bool, error)
+}
+
+// Planning is a system with a planner: `plan solve` picks it by the workload sections it
+// handles (its Sections' Workload and Shared, Sections.WorkloadKeys).
+type Planning interface {
+	Plugin
+	// DefaultWorkload: its planner also plans when no workload is given.
+	DefaultWorkload() bool
 	// Strategies are the planner's algorithms and baselines, the default first.
-	Strategies []string
+	Strategies() []string
 	// NewPlanner returns a planner for one solve.
-	NewPlanner func() planner.Planner
+	NewPlanner() planner.Planner
 	// Render is how `plan solve` prints a plan of this system.
-	Render func(p *formats.Plan) []planner.Table
+	Render(p *formats.Plan) []planner.Table
+}
 
+// Deploying is a system that runs its plans: `plan simulate`, `serve`, `load` and the
+// autopilot deploy a plan carrying its plan section with it.
+type Deploying interface {
+	Plugin
 	// Deploy builds the deployment of the plan's section and names its default policy.
-	Deploy func(p *formats.Plan) (*dataplane.Deployment, string, error)
+	Deploy(p *formats.Plan) (*dataplane.Deployment, string, error)
 	// Policies are the runtime policies (and baselines) that serve its deployments.
-	Policies []dataplane.PolicySpec
-	// Sample builds a small random deployment of the system's kind from r: the conformance
-	// harness (internal/conformance) runs every policy of the system on such deployments.
-	Sample func(r *rand.Rand) *dataplane.Deployment
+	Policies() []dataplane.PolicySpec
+}
 
-	// Checker verifies, compares and re-solves its plans for `plan check`.
-	Checker planner.Checker
+// Sampling is a system the conformance harness (internal/conformance) exercises: it runs
+// every policy of the system on such deployments.
+type Sampling interface {
+	Deploying
+	// Sample builds a small random deployment of the system's kind from r.
+	Sample(r *rand.Rand) *dataplane.Deployment
+}
+
+// Checking is a system whose plans `plan check` verifies, compares and re-solves (and the
+// autopilot re-solves).
+type Checking interface {
+	Plugin
+	// Checker is its plan checker.
+	Checker() planner.Checker
+}
+
+// Sizing is a system whose planned rates are the workload's, not what a plan serves (QLM,
+// PARD, DyOrc): the autopilot sizes its plans by Capacity. A system without it states its
+// capacity in the deployment's planned rates (a PPipe plan states the most each pipeline
+// serves).
+type Sizing interface {
+	Plugin
 	// Capacity reports the most each application of a deployed plan serves within its SLOs
-	// (requests per second, at the plan's request mix), keyed by application name: what the
-	// autopilot sizes a plan by. nil: the deployment's planned rates are its
-	// capacity (a PPipe plan states the most each pipeline serves); systems whose planned
-	// rates are the workload's (QLM, PARD, DyOrc) must set it for the autopilot to size
-	// their plans.
-	Capacity func(p *formats.Plan, dep *dataplane.Deployment) (map[string]float64, error)
+	// (requests per second, at the plan's request mix), keyed by application name.
+	Capacity(p *formats.Plan, dep *dataplane.Deployment) (map[string]float64, error)
+}
 
-	// Benches are its `plan bench` subcommands, one fresh value per call.
-	Benches []func() benchapi.Bench
+// Benching is a system with `plan bench` subcommands.
+type Benching interface {
+	Plugin
+	// Benches are its benches, each a constructor of one fresh value per call.
+	Benches() []func() benchapi.Bench
+}
 
-	// Exporters write its plans for `plan export --to TARGET`, one per target (Triton,
-	// KServe, Ray Serve).
-	Exporters []export.Exporter
+// Exporting is a system whose plans `plan export --to TARGET` writes.
+type Exporting interface {
+	Plugin
+	// Exporters are its exporters, one per target (Triton, KServe, Ray Serve).
+	Exporters() []export.Exporter
+}
 
-	// Frontends are its own APIs on `plan serve` beside KServe v2 (QLM's OpenAI API,
-	// DyOrc's workflow runs), one fresh value per server. A frontend with flags of its own
-	// implements serve.FrontendOptions.
-	Frontends []func() serve.Frontend
+// Serving is a system with APIs of its own on `plan serve` beside KServe v2 (QLM's OpenAI
+// API, DyOrc's workflow runs).
+type Serving interface {
+	Plugin
+	// Frontends returns fresh values of its front ends, one set per server. A frontend with
+	// flags of its own implements serve.FrontendOptions.
+	Frontends() []serve.Frontend
+}
 
-	// Sections are its file-format sections, and solve-error naming: the one place a system
-	// names its section keys (WorkloadSections, PlanSection and HasPlan read them).
-	Sections Sections
-	// ONNXCuts tells `plan serve --workers onnx` what its stages run: one model cut into
-	// blocks per stage (PPipe), or nil/"" when each stage runs a whole model of its own.
-	ONNXCuts worker.ONNXCuts
+// ONNXCutting is a system whose stages run blocks of one model cut into pieces (PPipe):
+// `plan serve --workers onnx` asks it what each stage runs (worker.ONNXCuts). A system
+// without it runs a whole model of its own per stage.
+type ONNXCutting interface {
+	Plugin
+	// ONNXCuts names the model the plan cuts and each stage's blocks.
+	ONNXCuts(p *formats.Plan, dep *dataplane.Deployment) (model string, blocks [][2]int, err error)
 }
 
 // Engine is how the registry runs one LLM engine instance on its own, with no plan and no
@@ -102,7 +174,7 @@ type Sections struct {
 	Workload []formats.Section
 	// Shared are the keys of the registry's shared workload sections (vocabulary no one
 	// system owns and registers: `llm_classes`, internal/systems.Vocabulary) its planner
-	// handles too, after Workload's in WorkloadSections.
+	// handles too, after Workload's in WorkloadKeys.
 	Shared []string
 	// SolveErrors, when set, puts the file that holds each of a failed solve's problems in
 	// front of it (`workload.yaml: pipelines[0].slo: ...`): names maps "cluster" and
@@ -110,36 +182,29 @@ type Sections struct {
 	SolveErrors func(err error, names map[string]string) error
 }
 
-// WorkloadSections are the keys of the workload sections its planner handles ("models",
-// "pipelines", ...): its Sections.Workload's, in order, then its Sections.Shared. Lookups by
-// workload match them.
-func (s System) WorkloadSections() []string {
-	keys := make([]string, 0, len(s.Sections.Workload)+len(s.Sections.Shared))
-	for _, w := range s.Sections.Workload {
+// WorkloadKeys are the keys of the workload sections its planner handles ("models",
+// "pipelines", ...): Workload's, in order, then Shared. Lookups by workload match them.
+func (s Sections) WorkloadKeys() []string {
+	keys := make([]string, 0, len(s.Workload)+len(s.Shared))
+	for _, w := range s.Workload {
 		keys = append(keys, w.Key())
 	}
-	return append(keys, s.Sections.Shared...)
+	return append(keys, s.Shared...)
 }
 
-// PlanSection is the key of the plan section its deployer reads (its Sections.Plan's, also
-// the Deployment.Kind it builds); "" for a system with no plan section.
-func (s System) PlanSection() string {
-	if s.Sections.Plan == nil {
+// PlanKey is the key of the plan section its deployer reads (Plan's, also the
+// Deployment.Kind it builds); "" for a system with no plan section.
+func (s Sections) PlanKey() string {
+	if s.Plan == nil {
 		return ""
 	}
-	return s.Sections.Plan.Key()
+	return s.Plan.Key()
 }
 
-// HasPlan reports whether p carries the system's plan section.
-func (s System) HasPlan(p *formats.Plan) bool {
-	if p == nil || s.Sections.Plan == nil {
+// HasPlan reports whether p carries the plan section.
+func (s Sections) HasPlan(p *formats.Plan) bool {
+	if p == nil || s.Plan == nil {
 		return false
 	}
-	return p.Sections[s.Sections.Plan.Key()].Value != nil
-}
-
-// PlanCapacity is a Capacity that reads the plan alone, not its deployment (of: DyOrc's,
-// QLM's and PARD's planners size a plan by what its placement serves).
-func PlanCapacity(of func(*formats.Plan) (map[string]float64, error)) func(*formats.Plan, *dataplane.Deployment) (map[string]float64, error) {
-	return func(p *formats.Plan, _ *dataplane.Deployment) (map[string]float64, error) { return of(p) }
+	return p.Sections[s.Plan.Key()].Value != nil
 }

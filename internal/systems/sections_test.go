@@ -11,6 +11,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/internal/system"
 )
 
 // A system's section is read only through the registry's set: with the in-tree registry a
@@ -106,13 +107,19 @@ func TestSectionsRunFromTheRegistry(t *testing.T) {
 // would never be offered for its plans.
 func TestInTreeSystemsRegisterTheirSections(t *testing.T) {
 	for _, s := range Default().Systems() {
-		if s.Sections.Plan == nil || len(s.WorkloadSections()) == 0 {
-			t.Errorf("%s: plan Section %v, workload Sections %v: want both", s.Name, s.Sections.Plan, s.Sections.Workload)
+		secs := s.Sections()
+		if secs.Plan == nil || len(secs.WorkloadKeys()) == 0 {
+			t.Errorf("%s: plan Section %v, workload Sections %v: want both", s.Name(), secs.Plan, secs.Workload)
 			continue
 		}
-		for _, pol := range s.Policies {
-			if !slices.Contains(pol.Serves, s.PlanSection()) {
-				t.Errorf("%s: policy %s serves %v, not its plan section %q", s.Name, pol.Name, pol.Serves, s.PlanSection())
+		d, ok := s.(system.Deploying)
+		if !ok {
+			t.Errorf("%s: no deployer", s.Name())
+			continue
+		}
+		for _, pol := range d.Policies() {
+			if !slices.Contains(pol.Serves, secs.PlanKey()) {
+				t.Errorf("%s: policy %s serves %v, not its plan section %q", s.Name(), pol.Name, pol.Serves, secs.PlanKey())
 			}
 		}
 	}

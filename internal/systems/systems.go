@@ -2,8 +2,9 @@
 // kube-scheduler's in-tree plugin registry), no init() side effects. Commands look systems up
 // here — by workload section for `plan solve`, by plan section for simulate, serve, check and
 // export, by name for `plan bench` — and never name one themselves. Adding a system means
-// new packages (planner, data plane, bench, and a glue package under internal/systems) and
-// one line in InTree.
+// new packages (planner, data plane, bench, and a glue package under internal/systems whose
+// constructor, a system.Factory, builds a system.Plugin implementing the extension points it
+// has) and one line in InTree.
 package systems
 
 import (
@@ -22,23 +23,43 @@ import (
 	"github.com/plan-dev/plan/internal/systems/pardsys"
 	"github.com/plan-dev/plan/internal/systems/ppipesys"
 	"github.com/plan-dev/plan/internal/systems/qlmsys"
+	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/sim"
 )
 
-// InTree lists the built-in systems, each handed its dependencies at construction (as
-// kube-scheduler's framework handle): the planners that size plans by simulation (QLM, DyOrc)
-// get the simulator here, the one place planner and simulator meet (DESIGN.md's layering),
-// never through package state.
-func InTree() []system.System {
-	return []system.System{
-		ppipesys.System(),
-		pardsys.System(),
-		dyorcsys.System(dyorcsys.Deps{Sim: dyorcsim.PredictAtRates}),
-		cascadesys.System(),
-		qlmsys.System(qlmsys.Deps{Sim: sim.PoissonPoint}),
+// InTree lists the built-in systems' constructors, in the order of help and of lookups (as
+// kube-scheduler's in-tree plugin registry): each is handed its dependencies at
+// construction, a system.Handle (Default passes InTreeHandle's).
+func InTree() []system.Factory {
+	return []system.Factory{
+		ppipesys.New,
+		pardsys.New,
+		dyorcsys.New,
+		cascadesys.New,
+		qlmsys.New,
 	}
 }
+
+// InTreeHandle is the handle the in-tree systems are built with: the planners that size
+// plans by simulation (QLM, DyOrc) get the simulator here, the one place planner and
+// simulator meet (DESIGN.md's layering), never through package state.
+func InTreeHandle() system.Handle {
+	return system.Handle{Point: sim.PoissonPoint, Predict: dyorcsim.PredictAtRates}
+}
+
+// Build constructs each factory's system with h, in the order given.
+func Build(h system.Handle, fs ...system.Factory) []system.Plugin {
+	out := make([]system.Plugin, len(fs))
+	for i, f := range fs {
+		out[i] = f(h)
+	}
+	return out
+}
+
+// BuildInTree is the in-tree systems, built with InTreeHandle: what Default registers, and
+// what a test extends with a system of its own before calling New.
+func BuildInTree() []system.Plugin { return Build(InTreeHandle(), InTree()...) }
 
 // Vocabulary are the workload sections the registry registers itself: vocabularies shared
 // by systems and owned by none. `llm_classes` (formats/llmspec) states LLM request classes,
@@ -50,10 +71,10 @@ func Vocabulary() []formats.Section {
 }
 
 // Registry is a set of systems: the value every command takes (cli's options), built from
-// InTree by Default, or from InTree plus more by a test (a toy sixth system). It is never
-// changed once built.
+// InTree by Default, or from InTree plus more by a test (a toy sixth system, InTreeWith). It
+// is never changed once built.
 type Registry struct {
-	systems []system.System
+	systems []system.Plugin
 	// shared are the registry's own workload sections (Vocabulary).
 	shared []formats.Section
 }
@@ -63,7 +84,7 @@ type Registry struct {
 // (system.Sections) with one key, a system registering a Vocabulary section as its own, or
 // one naming a shared section the registry does not have, panic: a programming error in the
 // systems list, as dataplane.NewRegistry's duplicates.
-func New(systems ...system.System) *Registry {
+func New(systems ...system.Plugin) *Registry {
 	shared := Vocabulary()
 	names, secs := map[string]bool{}, map[string]string{}
 	for _, w := range shared {
@@ -76,19 +97,20 @@ func New(systems ...system.System) *Registry {
 		secs[what+" "+key] = sys
 	}
 	for _, s := range systems {
-		if names[s.Name] {
-			panic(fmt.Sprintf("systems: system %q registered twice", s.Name))
+		name, secs := s.Name(), s.Sections()
+		if names[name] {
+			panic(fmt.Sprintf("systems: system %q registered twice", name))
 		}
-		names[s.Name] = true
-		if s.Sections.Plan != nil {
-			claim(s.Name, "plan", s.Sections.Plan.Key())
+		names[name] = true
+		if secs.Plan != nil {
+			claim(name, "plan", secs.Plan.Key())
 		}
-		for _, w := range s.Sections.Workload {
-			claim(s.Name, "workload", w.Key())
+		for _, w := range secs.Workload {
+			claim(name, "workload", w.Key())
 		}
-		for _, key := range s.Sections.Shared {
+		for _, key := range secs.Shared {
 			if !slices.ContainsFunc(shared, func(w formats.Section) bool { return w.Key() == key }) {
-				panic(fmt.Sprintf("systems: system %s plans shared section %q, which the registry's vocabulary lacks", s.Name, key))
+				panic(fmt.Sprintf("systems: system %s plans shared section %q, which the registry's vocabulary lacks", name, key))
 			}
 		}
 	}
@@ -96,10 +118,16 @@ func New(systems ...system.System) *Registry {
 }
 
 // Default is the registry of the in-tree systems.
-func Default() *Registry { return New(InTree()...) }
+func Default() *Registry { return New(BuildInTree()...) }
+
+// InTreeWith is the registry of the in-tree systems and then those fs build, all with the
+// in-tree handle: a sixth system registered beside the five (a test's toy) is this one call.
+func InTreeWith(fs ...system.Factory) *Registry {
+	return New(Build(InTreeHandle(), append(InTree(), fs...)...)...)
+}
 
 // Systems lists the registry's systems.
-func (r *Registry) Systems() []system.System { return slices.Clone(r.systems) }
+func (r *Registry) Systems() []system.Plugin { return slices.Clone(r.systems) }
 
 // Policies is the policy registry of every in-tree system.
 func Policies() *dataplane.Registry { return Default().Policies() }
@@ -108,7 +136,9 @@ func Policies() *dataplane.Registry { return Default().Policies() }
 func (r *Registry) Policies() *dataplane.Registry {
 	var specs []dataplane.PolicySpec
 	for _, s := range r.systems {
-		specs = append(specs, s.Policies...)
+		if d, ok := s.(system.Deploying); ok {
+			specs = append(specs, d.Policies()...)
+		}
 	}
 	return dataplane.NewRegistry(specs...)
 }
@@ -121,8 +151,8 @@ func Frontends() []serve.Frontend { return Default().Frontends() }
 func (r *Registry) Frontends() []serve.Frontend {
 	var fs []serve.Frontend
 	for _, s := range r.systems {
-		for _, f := range s.Frontends {
-			fs = append(fs, f())
+		if sv, ok := s.(system.Serving); ok {
+			fs = append(fs, sv.Frontends()...)
 		}
 	}
 	return fs
@@ -135,11 +165,12 @@ func (r *Registry) Frontends() []serve.Frontend {
 func (r *Registry) Sections() *formats.SectionSet {
 	set := &formats.SectionSet{}
 	for _, s := range r.systems {
-		set.Systems = append(set.Systems, s.Name)
-		if s.Sections.Plan != nil {
-			set.Plan = append(set.Plan, s.Sections.Plan)
+		secs := s.Sections()
+		set.Systems = append(set.Systems, s.Name())
+		if secs.Plan != nil {
+			set.Plan = append(set.Plan, secs.Plan)
 		}
-		set.Workload = append(set.Workload, s.Sections.Workload...)
+		set.Workload = append(set.Workload, secs.Workload...)
 	}
 	set.Workload = append(set.Workload, r.shared...)
 	return set
@@ -157,56 +188,59 @@ func (r *Registry) WorkloadSections(w *formats.Workload) []string {
 }
 
 // ForWorkload picks the in-tree system for w (Registry.ForWorkload).
-func ForWorkload(w *formats.Workload) (system.System, error) { return Default().ForWorkload(w) }
+func ForWorkload(w *formats.Workload) (system.Planning, error) { return Default().ForWorkload(w) }
 
 // ForWorkload picks the system whose planner handles every section w has (w nil: the one
 // that plans without a workload). A workload no planner handles, or mixing sections no
 // single planner handles, is an error naming the sections.
-func (r *Registry) ForWorkload(w *formats.Workload) (system.System, error) {
+func (r *Registry) ForWorkload(w *formats.Workload) (system.Planning, error) {
 	secs := r.WorkloadSections(w)
 	var handles []string
-	for _, s := range r.systems {
-		if s.NewPlanner == nil {
+	for _, sys := range r.systems {
+		s, ok := sys.(system.Planning)
+		if !ok {
 			continue
 		}
 		if len(secs) == 0 {
-			if s.DefaultWorkload {
+			if s.DefaultWorkload() {
 				return s, nil
 			}
 			continue
 		}
+		keys := s.Sections().WorkloadKeys()
 		all := true
 		for _, sec := range secs {
-			all = all && slices.Contains(s.WorkloadSections(), sec)
+			all = all && slices.Contains(keys, sec)
 		}
 		if all {
 			return s, nil
 		}
-		handles = append(handles, fmt.Sprintf("%s (%s)", s.Name, strings.Join(s.WorkloadSections(), ", ")))
+		handles = append(handles, fmt.Sprintf("%s (%s)", s.Name(), strings.Join(keys, ", ")))
 	}
 	if len(secs) == 0 {
-		return system.System{}, fmt.Errorf("the workload has no section to plan: it needs one of %s", strings.Join(handles, "; "))
+		return nil, fmt.Errorf("the workload has no section to plan: it needs one of %s", strings.Join(handles, "; "))
 	}
 	if len(secs) > 1 {
-		return system.System{}, fmt.Errorf("sections %s: no single planner handles them together (planners: %s): split the workload into one file per system", strings.Join(secs, ", "), strings.Join(handles, "; "))
+		return nil, fmt.Errorf("sections %s: no single planner handles them together (planners: %s): split the workload into one file per system", strings.Join(secs, ", "), strings.Join(handles, "; "))
 	}
-	return system.System{}, fmt.Errorf("section %s: no planner handles it yet (planners: %s)", secs[0], strings.Join(handles, "; "))
+	return nil, fmt.Errorf("section %s: no planner handles it yet (planners: %s)", secs[0], strings.Join(handles, "; "))
 }
 
 // ForPlan picks the in-tree system for p (Registry.ForPlan).
-func ForPlan(p *formats.Plan) (system.System, error) { return Default().ForPlan(p) }
+func ForPlan(p *formats.Plan) (system.Plugin, error) { return Default().ForPlan(p) }
 
 // ForPlan picks the system whose plan section the plan carries. A plan with no known
 // section, or with several, is an error.
-func (r *Registry) ForPlan(p *formats.Plan) (system.System, error) {
-	var found []system.System
+func (r *Registry) ForPlan(p *formats.Plan) (system.Plugin, error) {
+	var found []system.Plugin
 	var known []string
 	for _, s := range r.systems {
-		if s.Sections.Plan == nil {
+		secs := s.Sections()
+		if secs.Plan == nil {
 			continue
 		}
-		known = append(known, s.PlanSection())
-		if s.HasPlan(p) {
+		known = append(known, secs.PlanKey())
+		if secs.HasPlan(p) {
 			found = append(found, s)
 		}
 	}
@@ -215,13 +249,13 @@ func (r *Registry) ForPlan(p *formats.Plan) (system.System, error) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return system.System{}, fmt.Errorf("the plan has no section any system serves (sections with a deployer: %s)", strings.Join(known, ", "))
+		return nil, fmt.Errorf("the plan has no section any system serves (sections with a deployer: %s)", strings.Join(known, ", "))
 	}
 	var names []string
 	for _, s := range found {
-		names = append(names, s.PlanSection())
+		names = append(names, s.Sections().PlanKey())
 	}
-	return system.System{}, fmt.Errorf("the plan has sections %s: a plan carries one system's section", strings.Join(names, ", "))
+	return nil, fmt.Errorf("the plan has sections %s: a plan carries one system's section", strings.Join(names, ", "))
 }
 
 // Deploy builds a plan's deployment with its in-tree system's deployer (Registry.Deploy).
@@ -234,19 +268,20 @@ func (r *Registry) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error
 	if err != nil {
 		return nil, "", formats.ErrorList{{Path: "", Rule: err.Error()}}
 	}
-	if s.Deploy == nil {
-		return nil, "", formats.ErrorList{{Path: s.PlanSection(), Rule: fmt.Sprintf("system %s cannot deploy plans yet", s.Name)}}
+	d, ok := s.(system.Deploying)
+	if !ok {
+		return nil, "", formats.ErrorList{{Path: s.Sections().PlanKey(), Rule: fmt.Sprintf("system %s cannot deploy plans yet", s.Name())}}
 	}
 	// A plan `plan check` fails is no plan to run: serve started with and reloaded to plans
 	// breaking their own system's constraints, an edited fleet or edited embedded inputs, and
 	// simulate ran them. VerifyPlan is the one list both use (check adds only its
 	// simulation); every failure is a problem of the plan, named with check's own line.
 	var errs formats.ErrorList
-	for _, c := range VerifyPlan(s.Checker, p) {
+	for _, c := range VerifyPlan(CheckerOf(s), p) {
 		if c.OK {
 			continue
 		}
-		path := s.PlanSection()
+		path := s.Sections().PlanKey()
 		switch c.Name {
 		case "fleet":
 			path = "fleet"
@@ -258,7 +293,15 @@ func (r *Registry) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error
 	if len(errs) > 0 {
 		return nil, "", errs
 	}
-	return s.Deploy(p)
+	return d.Deploy(p)
+}
+
+// CheckerOf is s's plan checker (system.Checking), nil for a system without one.
+func CheckerOf(s system.Plugin) planner.Checker {
+	if c, ok := s.(system.Checking); ok {
+		return c.Checker()
+	}
+	return nil
 }
 
 // ONNXCuts asks the plan's system what onnx workers run (worker.ONNXCuts): "" when the system
@@ -266,21 +309,25 @@ func (r *Registry) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error
 // server's deployer reports that).
 func (r *Registry) ONNXCuts(p *formats.Plan, dep *dataplane.Deployment) (string, [][2]int, error) {
 	s, err := r.ForPlan(p)
-	if err != nil || s.ONNXCuts == nil {
+	if err != nil {
 		return "", nil, nil
 	}
-	return s.ONNXCuts(p, dep)
+	c, ok := s.(system.ONNXCutting)
+	if !ok {
+		return "", nil, nil
+	}
+	return c.ONNXCuts(p, dep)
 }
 
 // ByName returns the in-tree system called name.
-func ByName(name string) (system.System, bool) { return Default().ByName(name) }
+func ByName(name string) (system.Plugin, bool) { return Default().ByName(name) }
 
 // ByName returns the system of r called name.
-func (r *Registry) ByName(name string) (system.System, bool) {
+func (r *Registry) ByName(name string) (system.Plugin, bool) {
 	for _, s := range r.systems {
-		if s.Name == name {
+		if s.Name() == name {
 			return s, true
 		}
 	}
-	return system.System{}, false
+	return nil, false
 }

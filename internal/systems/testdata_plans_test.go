@@ -87,9 +87,9 @@ func TestTestdataPlansVerify(t *testing.T) {
 			t.Errorf("%s: %v", rel, err)
 			return nil
 		}
-		for _, c := range VerifyPlan(s.Checker, p) {
+		for _, c := range VerifyPlan(CheckerOf(s), p) {
 			if !c.OK {
-				t.Errorf("%s: %s: %s", rel, s.Name, c.Line)
+				t.Errorf("%s: %s: %s", rel, s.Name(), c.Line)
 			}
 		}
 		return nil
@@ -133,7 +133,7 @@ func TestVerifyPlanHoldsClaims(t *testing.T) {
 				t.Fatal(err)
 			}
 			var failed []string
-			for _, c := range VerifyPlan(s.Checker, p) {
+			for _, c := range VerifyPlan(CheckerOf(s), p) {
 				if !c.OK {
 					failed = append(failed, c.Line)
 				}

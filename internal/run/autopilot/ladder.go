@@ -10,6 +10,7 @@ import (
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/run"
+	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems"
 	pap "github.com/plan-dev/plan/planner/autopilot"
 	"github.com/plan-dev/plan/serve"
@@ -30,8 +31,15 @@ func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deploym
 	if err != nil {
 		return nil, run.UsageError(err)
 	}
-	if s.Checker == nil {
-		return nil, run.UsageErrorf("--autopilot: system %s cannot re-solve its plans", s.Name)
+	ck := systems.CheckerOf(s)
+	if ck == nil {
+		return nil, run.UsageErrorf("--autopilot: system %s cannot re-solve its plans", s.Name())
+	}
+	// A system without a capacity model states its capacity in its planned rates
+	// (system.Sizing): the ladder reads those.
+	var capacity func(*formats.Plan, *dataplane.Deployment) (map[string]float64, error)
+	if sz, ok := s.(system.Sizing); ok {
+		capacity = sz.Capacity
 	}
 	own := "throughput"
 	if plan.Fleet != nil {
@@ -42,7 +50,7 @@ func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deploym
 	}
 	names := appNames(dep)
 	resolve := func(ctx context.Context, p *formats.Plan) (*formats.Plan, error) {
-		return s.Checker.Resolve(ctx, p, a.SolveLimit)
+		return ck.Resolve(ctx, p, a.SolveLimit)
 	}
 	deploy := func(p *formats.Plan) (*dataplane.Deployment, error) {
 		d, _, err := reg.Deploy(p)
@@ -57,14 +65,14 @@ func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deploym
 		if err != nil {
 			return nil, run.UsageErrorf("--autopilot-objective cost: %v", err)
 		}
-		r.SetCapacity(s.Capacity)
+		r.SetCapacity(capacity)
 		return r, nil
 	}
 	l, err := pap.NewLadder(plan, names, a.Steps, resolve, deploy)
 	if err != nil {
 		return nil, run.UsageErrorf("--autopilot: %v", err)
 	}
-	l.Capacity = s.Capacity
+	l.Capacity = capacity
 	return l, nil
 }
 

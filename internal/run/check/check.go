@@ -66,36 +66,37 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	if err != nil {
 		return err
 	}
-	if sys.Checker == nil {
-		return run.UsageErrorf("%s: %s: system %s has no plan checker yet", path, sys.PlanSection(), sys.Name)
+	ck := systems.CheckerOf(sys)
+	if ck == nil {
+		return run.UsageErrorf("%s: %s: system %s has no plan checker yet", path, sys.Sections().PlanKey(), sys.Name())
 	}
 	var golden *formats.Plan
 	if a.Golden != "" {
 		if golden, err = formats.ReadInto[*formats.Plan](a.Golden, a.Systems.Sections()); err != nil {
 			return run.UsageError(err)
 		}
-		if !sys.HasPlan(golden) {
-			return run.UsageErrorf("%s: %s: missing: the golden plan is not a %s plan like %s", a.Golden, sys.PlanSection(), sys.Name, path)
+		if !sys.Sections().HasPlan(golden) {
+			return run.UsageErrorf("%s: %s: missing: the golden plan is not a %s plan like %s", a.Golden, sys.Sections().PlanKey(), sys.Name(), path)
 		}
 	}
 	// The plan's name in messages is the path as given, so that golden/plan.json and
 	// plan.json are told apart.
 	lg := &checkLog{io: io, name: path}
-	verifyPlan(lg, sys.Checker, plan)
+	verifyPlan(lg, ck, plan)
 	deployable := lg.fails == 0 // a plan that fails verification is not deployed, so not simulated
 	// A figure stated by an older rule of the system (run.StaleChecks) fails the check, but
 	// the plan runs (simulate and serve warn), so it is simulated too.
-	for _, c := range run.StaleChecks(sys.Checker, plan) {
+	for _, c := range run.StaleChecks(ck, plan) {
 		lg.add("verify", c)
 	}
 	if deployable {
 		checkPrediction(ctx, a.Systems, lg, plan, arrivals, a.AllowMiss, tol)
 	}
 	if golden != nil {
-		compare(lg, "golden", "golden "+a.Golden, withFleet(sys.Checker.Compare(plan, golden, tol), plan, golden, tol))
+		compare(lg, "golden", "golden "+a.Golden, withFleet(ck.Compare(plan, golden, tol), plan, golden, tol))
 	}
 	if a.Resolve {
-		if err := resolvePlan(ctx, io, lg, sys.Checker, plan, golden, a.TimeLimit, tol); err != nil {
+		if err := resolvePlan(ctx, io, lg, ck, plan, golden, a.TimeLimit, tol); err != nil {
 			return err
 		}
 	}

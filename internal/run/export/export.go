@@ -79,13 +79,17 @@ type report struct {
 }
 
 // exporterFor finds the system's exporter for target.
-func exporterFor(sys system.System, target string) (*exporter.Exporter, error) {
-	for i := range sys.Exporters {
-		if sys.Exporters[i].Target == target {
-			return &sys.Exporters[i], nil
+func exporterFor(sys system.Plugin, target string) (*exporter.Exporter, error) {
+	var exs []exporter.Exporter
+	if e, ok := sys.(system.Exporting); ok {
+		exs = e.Exporters()
+	}
+	for i := range exs {
+		if exs[i].Target == target {
+			return &exs[i], nil
 		}
 	}
-	return nil, fmt.Errorf("system %s has no exporter for target %s", sys.Name, target)
+	return nil, fmt.Errorf("system %s has no exporter for target %s", sys.Name(), target)
 }
 
 func runExport(a Args, io *run.IO) error {
@@ -151,7 +155,7 @@ func runExport(a Args, io *run.IO) error {
 		return run.UsageError(err)
 	}
 	if io.JSONOutput() {
-		b, err := json.MarshalIndent(report{Plan: path, System: sys.Name, Target: a.To, Dir: a.Out, Files: files.Names()}, "", "  ")
+		b, err := json.MarshalIndent(report{Plan: path, System: sys.Name(), Target: a.To, Dir: a.Out, Files: files.Names()}, "", "  ")
 		if err != nil {
 			return err
 		}
@@ -159,7 +163,7 @@ func runExport(a Args, io *run.IO) error {
 		return nil
 	}
 	if !io.Quiet {
-		fmt.Fprintf(io.Out, "exported %s (%s) to %s: %d file(s) in %s\n", path, sys.Name, a.To, len(files), a.Out)
+		fmt.Fprintf(io.Out, "exported %s (%s) to %s: %d file(s) in %s\n", path, sys.Name(), a.To, len(files), a.Out)
 	}
 	return nil
 }

@@ -104,7 +104,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 			return err
 		}
 	}
-	rep := Report{System: sys.Name, Sweep: what, Currency: in.Cluster.CurrencyOf(), Baseline: a.Baseline, SpotShare: in.Cluster.SpotShare}
+	rep := Report{System: sys.Name(), Sweep: what, Currency: in.Cluster.CurrencyOf(), Baseline: a.Baseline, SpotShare: in.Cluster.SpotShare}
 	// One solve per point and GPU type: on a terminal a bar from the start, piped one
 	// summary line, --quiet nothing (internal/progress).
 	task := progressline.NewTask(io.Err, io.Quiet, "frontier", "points", len(pts))
@@ -229,7 +229,7 @@ func scaleRates(w *formats.Workload, f float64) *formats.Workload {
 }
 
 // frontierAt solves one point on the whole cluster and on each GPU type alone.
-func frontierAt(ctx context.Context, sys system.System, in planner.Inputs, base planner.Settings, sp sweepPoint, note func(string)) (Point, error) {
+func frontierAt(ctx context.Context, sys system.Planning, in planner.Inputs, base planner.Settings, sp sweepPoint, note func(string)) (Point, error) {
 	pt := Point{X: sp.x, Label: sp.label}
 	s, flags := base, map[string]string{}
 	pin := in
@@ -285,11 +285,11 @@ func firstLine(s string) string {
 	return s
 }
 
-func solveWith(ctx context.Context, sys system.System, in planner.Inputs, s planner.Settings, flags map[string]string) (*formats.Plan, error) {
+func solveWith(ctx context.Context, sys system.Planning, in planner.Inputs, s planner.Settings, flags map[string]string) (*formats.Plan, error) {
 	pl, opts := solve.NewPlanner(sys)
 	for k, v := range flags {
 		if !opts.Takes(k) {
-			return nil, run.UsageErrorf("--%s: the %s planner does not take it", k, sys.Name)
+			return nil, run.UsageErrorf("--%s: the %s planner does not take it", k, sys.Name())
 		}
 		if err := opts.Set(k, v); err != nil {
 			return nil, run.UsageErrorf("--%s: %v", k, err)
@@ -300,7 +300,7 @@ func solveWith(ctx context.Context, sys system.System, in planner.Inputs, s plan
 		return nil, err
 	}
 	if plan.Fleet == nil {
-		return nil, run.UsageErrorf("the %s planner has no cost objective yet", sys.Name)
+		return nil, run.UsageErrorf("the %s planner has no cost objective yet", sys.Name())
 	}
 	return plan, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems"
 	planserve "github.com/plan-dev/plan/serve"
 )
@@ -22,9 +23,13 @@ func RoutesHelp(reg *systems.Registry) string {
 	}
 	var per []sysRoutes
 	for _, sys := range reg.Systems() {
-		for _, f := range sys.Frontends {
-			if fr, ok := f().(planserve.FrontendRoutes); ok {
-				per = append(per, sysRoutes{sys.Name, fr.RouteDocs()})
+		sv, ok := sys.(system.Serving)
+		if !ok {
+			continue
+		}
+		for _, f := range sv.Frontends() {
+			if fr, ok := f.(planserve.FrontendRoutes); ok {
+				per = append(per, sysRoutes{sys.Name(), fr.RouteDocs()})
 			}
 		}
 	}

@@ -13,6 +13,24 @@ import (
 	"github.com/plan-dev/plan/planner"
 )
 
+// ppipeParts are the extension points of PPipe's system that a solve and its prediction use.
+type ppipeParts interface {
+	system.Planning
+	system.Deploying
+	system.Checking
+}
+
+// recordingSystem is PPipe's system whose planners are settingsRecorders.
+type recordingSystem struct {
+	ppipeParts
+	mu  *sync.Mutex
+	got *[]solveCall
+}
+
+func (r recordingSystem) NewPlanner() planner.Planner {
+	return settingsRecorder{Planner: r.ppipeParts.NewPlanner(), mu: r.mu, got: r.got}
+}
+
 // settingsRecorder is a system's planner that records the settings of each solve it is
 // asked for and solves with the system's own planner.
 type settingsRecorder struct {
@@ -45,11 +63,10 @@ func TestTimeLimitIsTheCommandsDeadline(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var got []solveCall
-	var syss []system.System
-	for _, s := range systems.InTree() {
-		if s.Name == "ppipe" {
-			inner := s.NewPlanner
-			s.NewPlanner = func() planner.Planner { return settingsRecorder{Planner: inner(), mu: &mu, got: &got} }
+	var syss []system.Plugin
+	for _, s := range systems.BuildInTree() {
+		if s.Name() == "ppipe" {
+			s = recordingSystem{ppipeParts: s.(ppipeParts), mu: &mu, got: &got}
 		}
 		syss = append(syss, s)
 	}

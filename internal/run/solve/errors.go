@@ -39,7 +39,7 @@ func solveError(err error) error {
 
 // withFileNames replaces the planner's "cluster:", "workload:" and "profile:" prefixes with
 // the files the user gave, so messages read `cluster.yaml: gpus: ...: rule`.
-func withFileNames(err error, o Inputs, sys system.System) error {
+func withFileNames(err error, o Inputs, sys system.Planning) error {
 	var ie *planner.InputError
 	if !errors.As(err, &ie) {
 		return systemFileNames(err, o, sys)
@@ -75,15 +75,15 @@ func withFileNames(err error, o Inputs, sys system.System) error {
 // systemFileNames lets the chosen system put the file that holds each problem of a failed
 // solve in front of it (system.Sections.SolveErrors): the command knows which files were given,
 // the system knows which paths live in which file.
-func systemFileNames(err error, o Inputs, sys system.System) error {
-	if sys.Sections.SolveErrors == nil {
+func systemFileNames(err error, o Inputs, sys system.Planning) error {
+	if sys.Sections().SolveErrors == nil {
 		return err
 	}
 	names := map[string]string{"cluster": "demo cluster", "workload": o.Workload}
 	if o.Cluster != "" {
 		names["cluster"] = o.Cluster
 	}
-	return sys.Sections.SolveErrors(err, names)
+	return sys.Sections().SolveErrors(err, names)
 }
 
 // solverFix is what a user does about a binary without the HiGHS solver: the fix the
@@ -127,12 +127,12 @@ type FailureReport struct {
 // failure path only, within --time-limit, and its lines follow the error (on stderr); with
 // -O json the error and the explanation are a FailureReport on stdout. Where the search
 // finds that no knob explains the failure (bad input), the error is reported as it was.
-func explainFailure(ctx context.Context, a Args, io *run.IO, sys system.System, in planner.Inputs, settings planner.Settings, err error, missed *formats.Plan) error {
+func explainFailure(ctx context.Context, a Args, io *run.IO, sys system.Planning, in planner.Inputs, settings planner.Settings, err error, missed *formats.Plan) error {
 	settings.Progress, settings.Status = nil, nil
 	// The explanation's probes are solves of their own, bounded by its Limit, not by the
 	// failed command's deadline (already spent).
 	settings.Deadline = time.Time{}
-	task := progressline.NewStatus(io.Err, io.Quiet, "explain "+sys.Name)
+	task := progressline.NewStatus(io.Err, io.Quiet, "explain "+sys.Name())
 	solves := 0
 	probe := func(ctx context.Context, in planner.Inputs, s planner.Settings) (explain.Outcome, error) {
 		solves++
@@ -170,7 +170,7 @@ func explainFailure(ctx context.Context, a Args, io *run.IO, sys system.System, 
 // command's planner flags, then the prediction at the workload's rates (predict.Attempt,
 // without the headroom search), judged as Run judges a plan. Any failure of the solve is a
 // verdict (infeasible) but an interruption or a missing solver, which end the search.
-func probeSolve(ctx context.Context, a Args, sys system.System, in planner.Inputs, s planner.Settings) (explain.Outcome, error) {
+func probeSolve(ctx context.Context, a Args, sys system.Planning, in planner.Inputs, s planner.Settings) (explain.Outcome, error) {
 	pl, opts := NewPlanner(sys)
 	for _, f := range a.PlannerFlags {
 		if err := opts.Set(f.Name, f.Value); err != nil {

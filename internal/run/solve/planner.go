@@ -22,9 +22,9 @@ type PlannerOptions struct {
 }
 
 // NewPlanner is a fresh planner of sys and its options.
-func NewPlanner(sys system.System) (planner.Planner, *PlannerOptions) {
+func NewPlanner(sys system.Planning) (planner.Planner, *PlannerOptions) {
 	pl := sys.NewPlanner()
-	fs := pflag.NewFlagSet(sys.Name, pflag.ContinueOnError)
+	fs := pflag.NewFlagSet(sys.Name(), pflag.ContinueOnError)
 	optflag.Bind(fs, pl.Options())
 	return pl, &PlannerOptions{fs: fs}
 }

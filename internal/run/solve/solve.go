@@ -129,7 +129,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	pl, opts := NewPlanner(sys)
 	for _, f := range a.PlannerFlags {
 		if !opts.Takes(f.Name) {
-			return run.UsageErrorf("--%s: the %s planner (chosen by the workload's sections) does not take it; it takes %s", f.Name, sys.Name, strings.Join(opts.Names(), ", "))
+			return run.UsageErrorf("--%s: the %s planner (chosen by the workload's sections) does not take it; it takes %s", f.Name, sys.Name(), strings.Join(opts.Names(), ", "))
 		}
 		if err := opts.Set(f.Name, f.Value); err != nil {
 			return run.UsageErrorf("--%s: %v", f.Name, err)
@@ -146,7 +146,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	// On a terminal a status line shows at once (a MILP may report nothing for seconds) and
 	// the solver's lines go above it; piped, the solver's lines as they come and the summary
 	// on stdout; --quiet, none (internal/progress).
-	task := progressline.NewStatus(io.Err, io.Quiet, "solve "+sys.Name)
+	task := progressline.NewStatus(io.Err, io.Quiet, "solve "+sys.Name())
 	pr := &progressPrinter{io: io, task: task}
 	if !io.Quiet {
 		settings.Progress = pr.report
@@ -168,7 +168,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 		return solveError(err)
 	}
 	if settings.Objective == planner.ObjectiveCost && plan.Fleet == nil {
-		return run.UsageErrorf("--objective cost: the %s planner has no cost objective yet (nothing written)", sys.Name)
+		return run.UsageErrorf("--objective cost: the %s planner has no cost objective yet (nothing written)", sys.Name())
 	}
 	stated := ""
 	if ps, ok := pl.(predictionStater); ok {
@@ -202,7 +202,7 @@ type predictionStater interface {
 // report prints the written plan: its system's tables, the prediction and the summary line
 // on stdout (or the plan as JSON), a miss or a stated throughput past what the plan serves
 // on stderr.
-func report(io *run.IO, out string, sys system.System, plan *formats.Plan, stated string) error {
+func report(io *run.IO, out string, sys system.Planning, plan *formats.Plan, stated string) error {
 	pv := plan.Provenance
 	if pv.Solver != "" && statusClaim(pv) != "optimal" {
 		fmt.Fprintf(io.Err, "plan: %s: wrote the best plan found; objective %.4g, %s\n", pv.Status, pv.Objective, boundGap(pv, "%.2f"))
@@ -210,16 +210,14 @@ func report(io *run.IO, out string, sys system.System, plan *formats.Plan, state
 	if io.JSONOutput() {
 		return io.WriteJSON(plan)
 	}
-	if sys.Render != nil {
-		for i, t := range sys.Render(plan) {
-			if i > 0 {
-				fmt.Fprintln(io.Out)
-			}
-			io.Table(t.Header, t.Rows)
+	for i, t := range sys.Render(plan) {
+		if i > 0 {
+			fmt.Fprintln(io.Out)
 		}
+		io.Table(t.Header, t.Rows)
 	}
 	fmt.Fprintf(io.Out, "\n%s\n", predict.Line(plan.Prediction))
-	fmt.Fprintln(io.Out, summaryLine(sys.Name, pv))
+	fmt.Fprintln(io.Out, summaryLine(sys.Name(), pv))
 	if stated != "" {
 		// The planner stated what the plan serves (predictionStater): that is the plan's
 		// claim, with the formulation's objective beside it.
@@ -430,9 +428,9 @@ func statusClaim(pv formats.Provenance) string {
 
 // CheckStrategy refuses a --strategy or --baseline value the system's planner does not take
 // ("" = the system's own), naming the flag, the value and the values it takes.
-func CheckStrategy(flag, value string, sys system.System) error {
-	if value != "" && !slices.Contains(sys.Strategies, value) {
-		return run.UsageErrorf("--%s %q: the %s planner takes %s", flag, value, sys.Name, strings.Join(sys.Strategies, ", "))
+func CheckStrategy(flag, value string, sys system.Planning) error {
+	if value != "" && !slices.Contains(sys.Strategies(), value) {
+		return run.UsageErrorf("--%s %q: the %s planner takes %s", flag, value, sys.Name(), strings.Join(sys.Strategies(), ", "))
 	}
 	return nil
 }

@@ -38,7 +38,7 @@ type Window struct {
 // runWindows is `plan solve --objective cost --trace day.csv --window 1h`: the least-cost
 // plan of every window for its peak, and of the whole trace for the day's peak, in one
 // schedule document (planner/schedule). pl is the planner with its own flags set.
-func runWindows(ctx context.Context, a Args, io *run.IO, sys system.System, pl planner.Planner, in planner.Inputs, settings planner.Settings) error {
+func runWindows(ctx context.Context, a Args, io *run.IO, sys system.Planning, pl planner.Planner, in planner.Inputs, settings planner.Settings) error {
 	w := a.Window
 	switch {
 	case settings.Objective != planner.ObjectiveCost:

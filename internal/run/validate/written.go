@@ -12,6 +12,7 @@ import (
 	"github.com/plan-dev/plan/internal/run/frontier"
 	"github.com/plan-dev/plan/internal/run/replay"
 	runsched "github.com/plan-dev/plan/internal/run/schedule"
+	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner/schedule"
 	"github.com/plan-dev/plan/sim"
@@ -75,7 +76,9 @@ func writtenKinds(reg *systems.Registry, toolBenches []func() benchapi.Bench) []
 	}
 	var benches []func() benchapi.Bench
 	for _, s := range reg.Systems() {
-		benches = append(benches, s.Benches...)
+		if b, ok := s.(system.Benching); ok {
+			benches = append(benches, b.Benches()...)
+		}
 	}
 	for _, nb := range append(benches, toolBenches...) {
 		r, ok := nb().(benchapi.ReportReader)

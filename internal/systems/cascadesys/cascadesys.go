@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/plan-dev/plan/bench/cascadebench"
 	"github.com/plan-dev/plan/dataplane"
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
+	"github.com/plan-dev/plan/export"
 	xcascade "github.com/plan-dev/plan/export/cascade"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
@@ -25,39 +27,59 @@ import (
 	pc "github.com/plan-dev/plan/planner/cascade"
 )
 
-// System returns the CascadeServe system.
-func System() system.System {
-	return system.System{
-		Name:       "cascade",
-		Doc:        "CascadeServe: gear plans of model cascades (cascade search, QPS-range adaptation, placement + LB LP, batching) switched on measured QPS",
-		Strategies: pc.Strategies,
-		NewPlanner: func() planner.Planner { return &Planner{f: pc.DefaultFlags()} },
-		Render:     Render,
-		// CascadeServe's sections, registered whole (formats/sections/cascadesec).
-		Sections: system.Sections{Plan: cascadesec.PlanSection, Workload: []formats.Section{cascadesec.WorkloadSection}},
-		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
-			d, err := dpc.FromPlan(p)
-			if err == nil {
-				// the accuracy target the plan was solved for (--accuracy, recorded in its
-				// options; with --accuracy-margin, target + margin), else the workload's
-				var rec pc.Flags
-				if planner.ReadOptions(p.Provenance.Options, &rec) == nil && rec.AccuracySLO > 0 {
-					d.AccuracyTarget = rec.AccuracySLO
-				}
-			}
-			if p.Provenance.Strategy == pc.StrategyCocktail {
-				// a Cocktail+ plan is its largest fleet: the autoscaler decides what runs
-				return d, dpc.PolicyCocktail, err
-			}
-			return d, dpc.PolicyGears, err
-		},
-		Policies:  dpc.Policies(),
-		Sample:    dpc.Sample,
-		Checker:   Checker{},
-		Benches:   []func() benchapi.Bench{func() benchapi.Bench { return &cascadebench.Command{} }},
-		Exporters: xcascade.Exporters(),
-	}
+// New returns the CascadeServe system (system.Factory; it needs nothing of the handle). It
+// implements every extension point but Sizing, Serving and ONNXCutting.
+func New(system.Handle) system.Plugin { return cascadeSystem{} }
+
+type cascadeSystem struct{}
+
+func (cascadeSystem) Name() string { return "cascade" }
+
+func (cascadeSystem) Doc() string {
+	return "CascadeServe: gear plans of model cascades (cascade search, QPS-range adaptation, placement + LB LP, batching) switched on measured QPS"
 }
+
+// Sections are CascadeServe's sections, registered whole (formats/sections/cascadesec).
+func (cascadeSystem) Sections() system.Sections {
+	return system.Sections{Plan: cascadesec.PlanSection, Workload: []formats.Section{cascadesec.WorkloadSection}}
+}
+
+func (cascadeSystem) DefaultWorkload() bool { return false }
+
+func (cascadeSystem) Strategies() []string { return pc.Strategies }
+
+func (cascadeSystem) NewPlanner() planner.Planner { return &Planner{f: pc.DefaultFlags()} }
+
+func (cascadeSystem) Render(p *formats.Plan) []planner.Table { return Render(p) }
+
+func (cascadeSystem) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
+	d, err := dpc.FromPlan(p)
+	if err == nil {
+		// the accuracy target the plan was solved for (--accuracy, recorded in its
+		// options; with --accuracy-margin, target + margin), else the workload's
+		var rec pc.Flags
+		if planner.ReadOptions(p.Provenance.Options, &rec) == nil && rec.AccuracySLO > 0 {
+			d.AccuracyTarget = rec.AccuracySLO
+		}
+	}
+	if p.Provenance.Strategy == pc.StrategyCocktail {
+		// a Cocktail+ plan is its largest fleet: the autoscaler decides what runs
+		return d, dpc.PolicyCocktail, err
+	}
+	return d, dpc.PolicyGears, err
+}
+
+func (cascadeSystem) Policies() []dataplane.PolicySpec { return dpc.Policies() }
+
+func (cascadeSystem) Sample(r *rand.Rand) *dataplane.Deployment { return dpc.Sample(r) }
+
+func (cascadeSystem) Checker() planner.Checker { return Checker{} }
+
+func (cascadeSystem) Benches() []func() benchapi.Bench {
+	return []func() benchapi.Bench{func() benchapi.Bench { return &cascadebench.Command{} }}
+}
+
+func (cascadeSystem) Exporters() []export.Exporter { return xcascade.Exporters() }
 
 // Planner plans cascades workloads: its options are pc.Flags, which the plan records (the
 // latency SLO from plan solve's --slo).

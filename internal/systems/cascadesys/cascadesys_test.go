@@ -118,7 +118,7 @@ func TestGoldenPlan(t *testing.T) {
 	if len(Render(plan)) != 2 {
 		t.Fatal("render: want placement and gear tables")
 	}
-	dep, pol, err := System().Deploy(plan)
+	dep, pol, err := cascadeSystem{}.Deploy(plan)
 	if err != nil || pol != "cascadeserve" || len(dep.Stages) != 3 {
 		t.Fatalf("deploy: %v %q", err, pol)
 	}
@@ -136,7 +136,7 @@ func TestCocktailPlan(t *testing.T) {
 	if g := cascadesec.PlanOf(plan).Gears; len(g) != 1 || len(g[0].Models) != 1 {
 		t.Fatalf("want one single-model gear: %+v", g)
 	}
-	if _, pol, err := System().Deploy(plan); err != nil || pol != "cocktail+" {
+	if _, pol, err := (cascadeSystem{}).Deploy(plan); err != nil || pol != "cocktail+" {
 		t.Fatalf("deploy: policy %q, %v", pol, err)
 	}
 }

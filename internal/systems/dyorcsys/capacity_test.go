@@ -11,6 +11,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems/dyorcsys/dyorcsim"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/sim"
@@ -44,7 +45,7 @@ func solveOn(t *testing.T, workload string, gpus int) *formats.Plan {
 // attainments simulates p with every app at load × its capacity (Poisson arrivals, seed 1).
 func attainments(t *testing.T, p *formats.Plan, capacity map[string]float64, loads ...float64) []float64 {
 	t.Helper()
-	s := System(Deps{Sim: dyorcsim.PredictAtRates})
+	s := New(system.Handle{Predict: dyorcsim.PredictAtRates}).(dyorcSystem)
 	dep, pol, err := s.Deploy(p)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func attainments(t *testing.T, p *formats.Plan, capacity map[string]float64, loa
 		t.Fatal(err)
 	}
 	dur := dataplane.Time(600 * time.Second / time.Microsecond)
-	cfg := &sim.SweepConfig{Dep: dep, Policies: dataplane.NewRegistry(s.Policies...), Policy: dataplane.Config{Policy: pol},
+	cfg := &sim.SweepConfig{Dep: dep, Policies: dataplane.NewRegistry(s.Policies()...), Policy: dataplane.Config{Policy: pol},
 		Arrival: spec, BaseRPS: base, Loads: loads, Duration: dur, Seed: 1, Warmup: sim.DefaultWarmup(dep, dur)}
 	var out []float64
 	for _, l := range loads {
@@ -91,7 +92,7 @@ func TestCapacityMatchesSimulator(t *testing.T) {
 	prev := map[string]float64{}
 	for _, tc := range cases {
 		p := solveOn(t, tc.workload, tc.gpus)
-		c, err := System(Deps{Sim: dyorcsim.PredictAtRates}).Capacity(p, nil)
+		c, err := New(system.Handle{Predict: dyorcsim.PredictAtRates}).(dyorcSystem).Capacity(p, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

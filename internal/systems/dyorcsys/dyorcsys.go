@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/plan-dev/plan/bench/dyorcbench"
 	"github.com/plan-dev/plan/dataplane"
 	dpd "github.com/plan-dev/plan/dataplane/dyorc"
+	"github.com/plan-dev/plan/export"
 	xdyorc "github.com/plan-dev/plan/export/dyorc"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
@@ -28,63 +30,82 @@ import (
 	"github.com/plan-dev/plan/serve/workflow"
 )
 
-// Deps are what the DyOrc system is handed at construction by the registry's build
-// (internal/systems.InTree), as kube-scheduler hands its plugins a framework handle.
-type Deps struct {
-	// Sim sizes DyOrc plans (dyorc.Capacity, --min-gpus, --objective cost): the prediction
-	// `plan solve` judges a plan by, at the rates the planner asks about
-	// (dyorcsim.PredictAtRates). Required: planner/dyorc falls back to its fitted formula
-	// without one, which would size the system's plans by something other than the
-	// prediction it judges them by, so the system's planner, checker and capacity refuse to
-	// run without it (ErrNoSimulator).
-	Sim dyorc.Simulator
+// ErrNoSimulator is the system built with a handle without Predict (system.Handle.Predict):
+// planner/dyorc falls back to its fitted formula without one, which would size the system's
+// plans by something other than the prediction `plan solve` judges them by, so the system's
+// planner, checker and capacity refuse to run without it.
+var ErrNoSimulator = errors.New("dyorcsys: no simulator given (system.Handle.Predict; the registry passes dyorcsim.PredictAtRates)")
+
+// New returns the DyOrc system (system.Factory), its planner, checker and capacity sizing
+// with the handle's prediction (system.Handle.Predict, dyorcsim.PredictAtRates in the
+// registry: dyorc.Capacity, --min-gpus, --objective cost). It implements every extension
+// point but ONNXCutting (each service runs a whole model).
+func New(h system.Handle) system.Plugin { return dyorcSystem{sim: h.Predict} }
+
+type dyorcSystem struct {
+	// sim sizes DyOrc plans (Handle.Predict).
+	sim dyorc.Simulator
 }
 
-// ErrNoSimulator is the system built without Deps.Sim.
-var ErrNoSimulator = errors.New("dyorcsys: no simulator given (Deps.Sim; the registry passes dyorcsim.PredictAtRates)")
+func (dyorcSystem) Name() string { return "dyorc" }
 
-// System returns the DyOrc system, its planner, checker and capacity sizing with d's
-// simulator.
-func System(d Deps) system.System {
-	return system.System{
-		Name:       "dyorc",
-		Doc:        "DyOrc: speculative scheduling of dynamic ML workflows (Markov prediction, DP placement, proactive loading)",
-		Strategies: []string{"dyorc"},
-		NewPlanner: func() planner.Planner { return &Planner{f: dyorc.DefaultFlags(), sim: d.Sim} },
-		Render:     Render,
-		// DyOrc's sections, registered whole (formats/sections).
-		Sections: system.Sections{Plan: dyorcsec.PlanSection, Workload: []formats.Section{dyorcsec.WorkloadSection}},
-		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
-			d, err := dpd.FromPlan(p)
-			pol := dyorcsec.PlanOf(p).Policy
-			if pol == "" {
-				pol = "dyorc"
-			}
-			return d, pol, err
-		},
-		Policies: dpd.Policies(),
-		Sample:   dpd.Sample,
-		Checker:  Checker(d),
-		// The autopilot sizes a plan by its capacity in simulation (dyorc.Capacity).
-		Capacity: system.PlanCapacity(func(p *formats.Plan) (map[string]float64, error) {
-			if d.Sim == nil {
-				return nil, ErrNoSimulator
-			}
-			return dyorc.Capacity(p, d.Sim)
-		}),
-		Benches: []func() benchapi.Bench{func() benchapi.Bench { return &dyorcbench.Command{} }},
-		// plan export: Triton, KServe and Ray Serve files (export/dyorc).
-		Exporters: xdyorc.Exporters(),
-		// plan serve: POST /v1/workflows/{app}/run (serve/workflow).
-		Frontends: []func() serve.Frontend{workflow.New},
+func (dyorcSystem) Doc() string {
+	return "DyOrc: speculative scheduling of dynamic ML workflows (Markov prediction, DP placement, proactive loading)"
+}
+
+// Sections are DyOrc's sections, registered whole (formats/sections).
+func (dyorcSystem) Sections() system.Sections {
+	return system.Sections{Plan: dyorcsec.PlanSection, Workload: []formats.Section{dyorcsec.WorkloadSection}}
+}
+
+func (dyorcSystem) DefaultWorkload() bool { return false }
+
+func (dyorcSystem) Strategies() []string { return []string{"dyorc"} }
+
+func (s dyorcSystem) NewPlanner() planner.Planner {
+	return &Planner{f: dyorc.DefaultFlags(), sim: s.sim}
+}
+
+func (dyorcSystem) Render(p *formats.Plan) []planner.Table { return Render(p) }
+
+func (dyorcSystem) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
+	d, err := dpd.FromPlan(p)
+	pol := dyorcsec.PlanOf(p).Policy
+	if pol == "" {
+		pol = "dyorc"
 	}
+	return d, pol, err
 }
+
+func (dyorcSystem) Policies() []dataplane.PolicySpec { return dpd.Policies() }
+
+func (dyorcSystem) Sample(r *rand.Rand) *dataplane.Deployment { return dpd.Sample(r) }
+
+func (s dyorcSystem) Checker() planner.Checker { return Checker{Sim: s.sim} }
+
+// Capacity: the autopilot sizes a plan by its capacity in simulation (dyorc.Capacity).
+func (s dyorcSystem) Capacity(p *formats.Plan, _ *dataplane.Deployment) (map[string]float64, error) {
+	if s.sim == nil {
+		return nil, ErrNoSimulator
+	}
+	return dyorc.Capacity(p, s.sim)
+}
+
+func (dyorcSystem) Benches() []func() benchapi.Bench {
+	return []func() benchapi.Bench{func() benchapi.Bench { return &dyorcbench.Command{} }}
+}
+
+// Exporters: Triton, KServe and Ray Serve files (export/dyorc).
+func (dyorcSystem) Exporters() []export.Exporter { return xdyorc.Exporters() }
+
+// Frontends: POST /v1/workflows/{app}/run (serve/workflow).
+func (dyorcSystem) Frontends() []serve.Frontend { return []serve.Frontend{workflow.New()} }
 
 // Planner places workflow services: its options are dyorc.Flags, which the plan records
 // (the gap from plan solve's --gap).
 type Planner struct {
 	f dyorc.Flags
-	// sim sizes the plans (Deps.Sim).
+	// sim sizes the plans (system.Handle.Predict).
 	sim dyorc.Simulator
 }
 
@@ -155,7 +176,8 @@ func Render(p *formats.Plan) []planner.Table {
 	return []planner.Table{t, g, a}
 }
 
-// Checker checks dyorc plans; Resolve re-solves with Sim (Deps.Sim, required as for a solve).
+// Checker checks dyorc plans; Resolve re-solves with Sim (system.Handle.Predict, required as for
+// a solve).
 type Checker struct {
 	Sim dyorc.Simulator
 }

@@ -58,7 +58,7 @@ func TestCapacityMatchesSimulator(t *testing.T) {
 	prev := map[string]float64{}
 	for _, gpus := range []int{8, 16, 32} {
 		p := solveFill(t, gpus)
-		s := System()
+		s := pardSystem{}
 		c, err := s.Capacity(p, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +80,7 @@ func TestCapacityMatchesSimulator(t *testing.T) {
 			t.Fatal(err)
 		}
 		dur := dataplane.Time(60 * time.Second / time.Microsecond)
-		cfg := &sim.SweepConfig{Dep: dep, Policies: dataplane.NewRegistry(s.Policies...), Policy: dataplane.Config{Policy: pol},
+		cfg := &sim.SweepConfig{Dep: dep, Policies: dataplane.NewRegistry(s.Policies()...), Policy: dataplane.Config{Policy: pol},
 			Arrival: spec, BaseRPS: base, Duration: dur, Seed: 1, Warmup: sim.DefaultWarmup(dep, dur)}
 		var att []float64
 		for _, l := range []float64{0.9, 1.2} {

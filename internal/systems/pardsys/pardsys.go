@@ -7,12 +7,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
 	"github.com/plan-dev/plan/bench/pardbench"
 	"github.com/plan-dev/plan/dataplane"
 	dppard "github.com/plan-dev/plan/dataplane/pard"
+	"github.com/plan-dev/plan/export"
 	xpard "github.com/plan-dev/plan/export/pard"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
@@ -22,30 +24,53 @@ import (
 	"github.com/plan-dev/plan/planner/pard"
 )
 
-// System returns the PARD system.
-func System() system.System {
-	return system.System{
-		Name:       "pard",
-		Doc:        "PARD: proactive request dropping and adaptive priority in multi-model pipelines",
-		Strategies: []string{"pard"},
-		NewPlanner: func() planner.Planner { return &Planner{f: pard.DefaultFlags()} },
-		Render:     Render,
-		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
-			d, err := dppard.FromPARDPlan(p)
-			return d, pardsec.PlanOf(p).Policy, err
-		},
-		Policies: dppard.Policies(),
-		Sample:   dppard.Sample,
-		Checker:  Checker{},
-		// The autopilot sizes a plan solved with --fill by what its workers serve, and its
-		// re-solve fills each rung of the ladder; other plans report their rates.
-		Capacity:  system.PlanCapacity(pard.AutopilotCapacity),
-		Exporters: xpard.Exporters(),
-		Benches:   []func() benchapi.Bench{func() benchapi.Bench { return &pardbench.Command{} }},
-		// A failed solve's problems name the workload or cluster file that holds them.
-		// PARD's sections, registered whole (formats/sections).
-		Sections: system.Sections{Plan: pardsec.PlanSection, Workload: []formats.Section{pardsec.WorkloadSection}, SolveErrors: solveErrors},
-	}
+// New returns the PARD system (system.Factory; it needs nothing of the handle). It
+// implements every extension point but Serving and ONNXCutting.
+func New(system.Handle) system.Plugin { return pardSystem{} }
+
+type pardSystem struct{}
+
+func (pardSystem) Name() string { return "pard" }
+
+func (pardSystem) Doc() string {
+	return "PARD: proactive request dropping and adaptive priority in multi-model pipelines"
+}
+
+// Sections are PARD's sections, registered whole (formats/sections); a failed solve's
+// problems name the workload or cluster file that holds them.
+func (pardSystem) Sections() system.Sections {
+	return system.Sections{Plan: pardsec.PlanSection, Workload: []formats.Section{pardsec.WorkloadSection}, SolveErrors: solveErrors}
+}
+
+func (pardSystem) DefaultWorkload() bool { return false }
+
+func (pardSystem) Strategies() []string { return []string{"pard"} }
+
+func (pardSystem) NewPlanner() planner.Planner { return &Planner{f: pard.DefaultFlags()} }
+
+func (pardSystem) Render(p *formats.Plan) []planner.Table { return Render(p) }
+
+func (pardSystem) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
+	d, err := dppard.FromPARDPlan(p)
+	return d, pardsec.PlanOf(p).Policy, err
+}
+
+func (pardSystem) Policies() []dataplane.PolicySpec { return dppard.Policies() }
+
+func (pardSystem) Sample(r *rand.Rand) *dataplane.Deployment { return dppard.Sample(r) }
+
+func (pardSystem) Checker() planner.Checker { return Checker{} }
+
+// Capacity: the autopilot sizes a plan solved with --fill by what its workers serve, and its
+// re-solve fills each rung of the ladder; other plans report their rates.
+func (pardSystem) Capacity(p *formats.Plan, _ *dataplane.Deployment) (map[string]float64, error) {
+	return pard.AutopilotCapacity(p)
+}
+
+func (pardSystem) Exporters() []export.Exporter { return xpard.Exporters() }
+
+func (pardSystem) Benches() []func() benchapi.Bench {
+	return []func() benchapi.Bench{func() benchapi.Bench { return &pardbench.Command{} }}
 }
 
 // Planner provisions pipeline workloads: its options are pard.Flags, which the plan records.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/dataplane/workload"
+	"github.com/plan-dev/plan/export"
 	xppipe "github.com/plan-dev/plan/export/ppipe"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
@@ -24,29 +26,54 @@ import (
 	"github.com/plan-dev/plan/planner/ppipe"
 )
 
-// System returns the PPipe system.
-func System() system.System {
-	return system.System{
-		Name:            "ppipe",
-		Doc:             "PPipe: pooled pipelines on heterogeneous GPUs (MILP) with reservation-based batching; NP and DART-r baselines",
-		DefaultWorkload: true,
-		Strategies:      []string{ppipe.StrategyPPipe, ppipe.StrategyNP, ppipe.StrategyDARTR},
-		NewPlanner:      func() planner.Planner { return &Planner{f: ppipe.DefaultFlags()} },
-		Render:          Render,
-		// PPipe's sections, registered whole (formats/sections).
-		Sections: system.Sections{Plan: ppipesec.PlanSection, Workload: []formats.Section{ppipesec.WorkloadSection}},
-		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
-			d, err := dpppipe.FromPlan(p)
-			return d, dpppipe.DefaultPolicy, err
-		},
-		Policies:  dpppipe.Policies(),
-		Sample:    dpppipe.Sample,
-		Checker:   Checker{},
-		Exporters: xppipe.Exporters(),
-		Benches:   []func() benchapi.Bench{func() benchapi.Bench { return &ppipebench.Command{} }},
-		// onnx workers run partitions of the plan's one model (PPipe §3's blocks).
-		ONNXCuts: dpppipe.ONNXCuts,
-	}
+// New returns the PPipe system (system.Factory; it needs nothing of the handle). It
+// implements every extension point but Sizing (a PPipe plan states what its pipelines
+// serve) and Serving.
+func New(system.Handle) system.Plugin { return ppipeSystem{} }
+
+type ppipeSystem struct{}
+
+func (ppipeSystem) Name() string { return "ppipe" }
+
+func (ppipeSystem) Doc() string {
+	return "PPipe: pooled pipelines on heterogeneous GPUs (MILP) with reservation-based batching; NP and DART-r baselines"
+}
+
+// Sections are PPipe's sections, registered whole (formats/sections).
+func (ppipeSystem) Sections() system.Sections {
+	return system.Sections{Plan: ppipesec.PlanSection, Workload: []formats.Section{ppipesec.WorkloadSection}}
+}
+
+func (ppipeSystem) DefaultWorkload() bool { return true }
+
+func (ppipeSystem) Strategies() []string {
+	return []string{ppipe.StrategyPPipe, ppipe.StrategyNP, ppipe.StrategyDARTR}
+}
+
+func (ppipeSystem) NewPlanner() planner.Planner { return &Planner{f: ppipe.DefaultFlags()} }
+
+func (ppipeSystem) Render(p *formats.Plan) []planner.Table { return Render(p) }
+
+func (ppipeSystem) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
+	d, err := dpppipe.FromPlan(p)
+	return d, dpppipe.DefaultPolicy, err
+}
+
+func (ppipeSystem) Policies() []dataplane.PolicySpec { return dpppipe.Policies() }
+
+func (ppipeSystem) Sample(r *rand.Rand) *dataplane.Deployment { return dpppipe.Sample(r) }
+
+func (ppipeSystem) Checker() planner.Checker { return Checker{} }
+
+func (ppipeSystem) Exporters() []export.Exporter { return xppipe.Exporters() }
+
+func (ppipeSystem) Benches() []func() benchapi.Bench {
+	return []func() benchapi.Bench{func() benchapi.Bench { return &ppipebench.Command{} }}
+}
+
+// ONNXCuts: onnx workers run partitions of the plan's one model (PPipe §3's blocks).
+func (ppipeSystem) ONNXCuts(p *formats.Plan, dep *dataplane.Deployment) (string, [][2]int, error) {
+	return dpppipe.ONNXCuts(p, dep)
 }
 
 // Planner is PPipe's planner: its options are ppipe.Flags, which the plan records.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
+	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/sim"
 )
@@ -19,7 +20,7 @@ import (
 // values), but not once the workload states the percentile and the profile the budgets.
 func TestDefaultNotes(t *testing.T) {
 	in := ragInputs(t)
-	pl := System(Deps{Sim: sim.PoissonPoint}).NewPlanner()
+	pl := New(system.Handle{Point: sim.PoissonPoint}).(qlmSystem).NewPlanner()
 	plan, err := pl.Solve(context.Background(), in, planner.Settings{Deterministic: true})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	pq "github.com/plan-dev/plan/planner/qlm"
 	"github.com/plan-dev/plan/sim"
@@ -37,11 +38,11 @@ func ragInputs(t *testing.T) planner.Inputs {
 	return planner.Inputs{Workload: w, Cluster: c, Profiles: []*formats.Profile{p}}
 }
 
-// TestPlannerUsesDeps: the system's planner sizes and checks its plan with the simulator
+// TestPlannerUsesHandle: the system's planner sizes and checks its plan with the simulator
 // it was handed at construction, for the placement and the cost solve alike; built
 // without one, every solve and re-solve fails with pq.ErrNoSimulator (no package default
 // to fall back on).
-func TestPlannerUsesDeps(t *testing.T) {
+func TestPlannerUsesHandle(t *testing.T) {
 	var calls atomic.Int64
 	counting := func(dep *dataplane.Deployment, policies *dataplane.Registry, pol string, classes []llmspec.LLMClass, dur, warmup dataplane.Time, seed uint64) (*workload.Point, error) {
 		calls.Add(1)
@@ -52,17 +53,17 @@ func TestPlannerUsesDeps(t *testing.T) {
 		t.Run("objective="+objective, func(t *testing.T) {
 			calls.Store(0)
 			s := planner.Settings{Objective: objective, Deterministic: true}
-			p, err := System(Deps{Sim: counting}).NewPlanner().Solve(context.Background(), in, s)
+			p, err := New(system.Handle{Point: counting}).(qlmSystem).NewPlanner().Solve(context.Background(), in, s)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if calls.Load() == 0 {
-				t.Error("the solve ran no simulation: the planner did not size with its Deps.Sim")
+				t.Error("the solve ran no simulation: the planner did not size with its Handle.Point")
 			}
-			if _, err := System(Deps{}).NewPlanner().Solve(context.Background(), in, s); !errors.Is(err, pq.ErrNoSimulator) {
+			if _, err := New(system.Handle{}).(qlmSystem).NewPlanner().Solve(context.Background(), in, s); !errors.Is(err, pq.ErrNoSimulator) {
 				t.Errorf("solve without a simulator: err = %v, want pq.ErrNoSimulator", err)
 			}
-			if _, err := System(Deps{}).Checker.Resolve(context.Background(), p, 0); !errors.Is(err, pq.ErrNoSimulator) {
+			if _, err := New(system.Handle{}).(qlmSystem).Checker().Resolve(context.Background(), p, 0); !errors.Is(err, pq.ErrNoSimulator) {
 				t.Errorf("re-solve without a simulator: err = %v, want pq.ErrNoSimulator", err)
 			}
 		})

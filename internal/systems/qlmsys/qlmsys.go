@@ -7,6 +7,7 @@ package qlmsys
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/plan-dev/plan/bench/qlmbench"
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
+	"github.com/plan-dev/plan/export"
 	xqlm "github.com/plan-dev/plan/export/qlm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
@@ -28,51 +30,70 @@ import (
 	"github.com/plan-dev/plan/serve/openai"
 )
 
-// Deps are what the QLM system is handed at construction by the registry's build
-// (internal/systems.InTree), as kube-scheduler hands its plugins a framework handle: the
-// planner sizes instances and checks its plans by simulation (planner/qlm's simcap.go), and
-// planner and simulator never import each other (DESIGN.md's layering), so the registry is
-// where they meet. No package state: two registries may hand different simulators.
-type Deps struct {
-	// Sim is the simulator every solve, re-solve and capacity probe runs (sim.PoissonPoint).
-	// Required: a planner built without it fails its solves (pq.ErrNoSimulator).
-	Sim pq.PointSimulator
+// New returns the QLM system (system.Factory), its planner and checker sizing with the
+// handle's simulator (system.Handle.Point, sim.PoissonPoint in the registry): the planner
+// sizes instances and checks its plans by simulation (planner/qlm's simcap.go). Required: a
+// planner built without it fails its solves (pq.ErrNoSimulator). It implements every
+// extension point but ONNXCutting (each instance runs a whole model).
+func New(h system.Handle) system.Plugin { return qlmSystem{sim: h.Point} }
+
+type qlmSystem struct {
+	// sim is the simulator every solve, re-solve and capacity probe runs (Handle.Point).
+	sim pq.PointSimulator
 }
 
-// System returns the QLM system, its planner and checker sizing with d's simulator.
-func System(d Deps) system.System {
-	return system.System{
-		Name:       "qlm",
-		Doc:        "QLM: LLM serving with request groups, virtual queues, an RCT estimator and a stochastic plan generator over continuous-batching instances",
-		Strategies: pq.Strategies,
-		NewPlanner: func() planner.Planner { return &Planner{f: pq.DefaultFlags(), sim: d.Sim} },
-		Render:     Render,
-		// QLM's plan section (formats/sections/qlmsec); it plans the LLM classes, the
-		// registry's shared vocabulary (systems.Vocabulary), which it does not own.
-		Sections: system.Sections{Plan: qlmsec.PlanSection, Shared: []string{llmspec.WorkloadKey}},
-		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
-			d, err := dq.FromPlan(p)
-			return d, dq.PolicyQLM, err
-		},
-		Policies: dq.Policies(),
-		Sample:   dq.Sample,
-		Checker:  Checker(d),
-		// The autopilot sizes QLM plans by what their instances serve (planner/qlm
-		// capacity.go), not by the workload's rates the plan states.
-		Capacity: system.PlanCapacity(pq.PlanCapacity),
-		Benches:  []func() benchapi.Bench{func() benchapi.Bench { return &qlmbench.Command{} }},
-		// plan export: Triton, KServe and Ray Serve files (export/qlm).
-		Exporters: xqlm.Exporters(),
-		// The OpenAI-compatible API and the durable batch queue (serve/openai).
-		Frontends: []func() serve.Frontend{func() serve.Frontend { return openai.New(dq.Kind) }},
-	}
+func (qlmSystem) Name() string { return "qlm" }
+
+func (qlmSystem) Doc() string {
+	return "QLM: LLM serving with request groups, virtual queues, an RCT estimator and a stochastic plan generator over continuous-batching instances"
 }
+
+// Sections: QLM's plan section (formats/sections/qlmsec); it plans the LLM classes, the
+// registry's shared vocabulary (systems.Vocabulary), which it does not own.
+func (qlmSystem) Sections() system.Sections {
+	return system.Sections{Plan: qlmsec.PlanSection, Shared: []string{llmspec.WorkloadKey}}
+}
+
+func (qlmSystem) DefaultWorkload() bool { return false }
+
+func (qlmSystem) Strategies() []string { return pq.Strategies }
+
+func (s qlmSystem) NewPlanner() planner.Planner { return &Planner{f: pq.DefaultFlags(), sim: s.sim} }
+
+func (qlmSystem) Render(p *formats.Plan) []planner.Table { return Render(p) }
+
+func (qlmSystem) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
+	d, err := dq.FromPlan(p)
+	return d, dq.PolicyQLM, err
+}
+
+func (qlmSystem) Policies() []dataplane.PolicySpec { return dq.Policies() }
+
+func (qlmSystem) Sample(r *rand.Rand) *dataplane.Deployment { return dq.Sample(r) }
+
+func (s qlmSystem) Checker() planner.Checker { return Checker{Sim: s.sim} }
+
+// Capacity: the autopilot sizes QLM plans by what their instances serve (planner/qlm
+// capacity.go), not by the workload's rates the plan states.
+func (qlmSystem) Capacity(p *formats.Plan, _ *dataplane.Deployment) (map[string]float64, error) {
+	return pq.PlanCapacity(p)
+}
+
+func (qlmSystem) Benches() []func() benchapi.Bench {
+	return []func() benchapi.Bench{func() benchapi.Bench { return &qlmbench.Command{} }}
+}
+
+// Exporters: Triton, KServe and Ray Serve files (export/qlm).
+func (qlmSystem) Exporters() []export.Exporter { return xqlm.Exporters() }
+
+// Frontends: the OpenAI-compatible API and the durable batch queue (serve/openai).
+func (qlmSystem) Frontends() []serve.Frontend { return []serve.Frontend{openai.New(dq.Kind)} }
 
 // Planner plans llm_classes workloads: its options are the --min-gpus and --search of
 // pq.Flags (the strategy is plan solve's --strategy).
 type Planner struct {
 	f pq.Flags
-	// sim is the simulator the solve sizes with (Deps.Sim).
+	// sim is the simulator the solve sizes with (system.Handle.Point).
 	sim pq.PointSimulator
 	// report is the last solve's tables (Report).
 	report []planner.Table
@@ -152,7 +173,8 @@ func Render(p *formats.Plan) []planner.Table {
 	return []planner.Table{it, gt}
 }
 
-// Checker checks QLM plans; Resolve re-solves with Sim (Deps.Sim, required as for a solve).
+// Checker checks QLM plans; Resolve re-solves with Sim (system.Handle.Point, required as for
+// a solve).
 type Checker struct {
 	Sim pq.PointSimulator
 }

@@ -18,23 +18,43 @@ import (
 // Policy is the toy's runtime policy.
 const Policy = "toy-fifo"
 
-// System returns the toy system: what a test adds to the in-tree registry.
-func System() system.System {
-	return system.System{
-		Name:       Name,
-		Doc:        "toy: fixed-latency jobs on c workers, first come first served (test-only)",
-		Strategies: []string{"mdc"},
-		NewPlanner: func() planner.Planner { return &Planner{o: Options{MaxUtil: 0.7}} },
-		Render:     Render,
-		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
-			d, err := Deploy(p)
-			return d, Policy, err
-		},
-		Policies:  []dataplane.PolicySpec{{Name: Policy, Doc: "toy: FIFO on idle workers", Serves: []string{PlanSection}, New: newFIFO}},
-		Checker:   Checker{},
-		Exporters: []export.Exporter{{Target: export.Triton, Export: Export}},
-		Sections:  system.Sections{Plan: planSection, Workload: []formats.Section{jobsSection}},
-	}
+// New returns the toy system (system.Factory): what a test adds to the in-tree registry. It
+// implements Planning, Deploying, Checking and Exporting, and no other extension point.
+func New(system.Handle) system.Plugin { return toySystem{} }
+
+type toySystem struct{}
+
+func (toySystem) Name() string { return Name }
+
+func (toySystem) Doc() string {
+	return "toy: fixed-latency jobs on c workers, first come first served (test-only)"
+}
+
+func (toySystem) Sections() system.Sections {
+	return system.Sections{Plan: planSection, Workload: []formats.Section{jobsSection}}
+}
+
+func (toySystem) DefaultWorkload() bool { return false }
+
+func (toySystem) Strategies() []string { return []string{"mdc"} }
+
+func (toySystem) NewPlanner() planner.Planner { return &Planner{o: Options{MaxUtil: 0.7}} }
+
+func (toySystem) Render(p *formats.Plan) []planner.Table { return Render(p) }
+
+func (toySystem) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
+	d, err := Deploy(p)
+	return d, Policy, err
+}
+
+func (toySystem) Policies() []dataplane.PolicySpec {
+	return []dataplane.PolicySpec{{Name: Policy, Doc: "toy: FIFO on idle workers", Serves: []string{PlanSection}, New: newFIFO}}
+}
+
+func (toySystem) Checker() planner.Checker { return Checker{} }
+
+func (toySystem) Exporters() []export.Exporter {
+	return []export.Exporter{{Target: export.Triton, Export: Export}}
 }
 
 // Planner sizes the worker pool: the fewest workers whose utilisation stays under --max-util.

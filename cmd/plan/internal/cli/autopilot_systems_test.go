@@ -9,7 +9,7 @@ import (
 )
 
 // TestSimulateAutopilotSystems: the autopilot runs on a PARD and a DyOrc plan (the
-// systems' capacity models, system.System.Capacity): over the first five minutes of the
+// systems' capacity models, system.Sizing): over the first five minutes of the
 // diurnal day (its rise from the trough), on a ladder of four rungs, it shrinks the plan
 // and grows it again, keeps the SLOs and spends fewer GPU-hours than the static plan.
 func TestSimulateAutopilotSystems(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/replay"
+	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -40,8 +41,10 @@ Every benchmark has --quick (a reduced run that finishes in under two minutes) a
 		},
 	}
 	for _, s := range app.Systems.Systems() {
-		for _, nb := range s.Benches {
-			cmd.AddCommand(newBenchSubcommand(app, nb))
+		if b, ok := s.(system.Benching); ok {
+			for _, nb := range b.Benches() {
+				cmd.AddCommand(newBenchSubcommand(app, nb))
+			}
 		}
 	}
 	for _, nb := range toolBenches {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/internal/systems/toysys"
 	"github.com/plan-dev/plan/serve"
@@ -19,8 +20,8 @@ import (
 // broken help fails too.
 func TestHelpGolden(t *testing.T) {
 	var names []string
-	for _, s := range systems.InTree() {
-		names = append(names, s.Name)
+	for _, s := range systems.Default().Systems() {
+		names = append(names, s.Name())
 	}
 	if len(names) < 5 {
 		t.Fatalf("registry lists %d systems", len(names))
@@ -95,7 +96,7 @@ func TestHelpGolden(t *testing.T) {
 // with: a sixth system (the toy) appears in the systems table, in solve's planners with its
 // own flags, and in `plan systems -O json`, with no help text naming it.
 func TestHelpFromRegistry(t *testing.T) {
-	reg := systems.New(append(systems.InTree(), toysys.System())...)
+	reg := systems.InTreeWith(toysys.New)
 	run := func(args ...string) string {
 		t.Helper()
 		var out, errb bytes.Buffer
@@ -104,14 +105,15 @@ func TestHelpFromRegistry(t *testing.T) {
 		}
 		return out.String()
 	}
-	toy := toysys.System()
+	toy, _ := reg.ByName(toysys.Name)
+	pols := toy.(system.Deploying).Policies()
 	for _, c := range []struct {
 		args []string
 		want []string
 	}{
-		{[]string{"--help"}, []string{"  " + toy.Name + " ", toy.Doc, toy.WorkloadSections()[0]}},
-		{[]string{"systems"}, []string{"  " + toy.Name + " ", toy.Doc, toy.Policies[0].Name}},
-		{[]string{"solve", "--help"}, []string{"Flags of the " + toy.Name + " planner", "--toy-max-util", "  " + toy.WorkloadSections()[0] + " ", "→ " + toy.Name + " "}},
+		{[]string{"--help"}, []string{"  " + toy.Name() + " ", toy.Doc(), toy.Sections().WorkloadKeys()[0]}},
+		{[]string{"systems"}, []string{"  " + toy.Name() + " ", toy.Doc(), pols[0].Name}},
+		{[]string{"solve", "--help"}, []string{"Flags of the " + toy.Name() + " planner", "--toy-max-util", "  " + toy.Sections().WorkloadKeys()[0] + " ", "→ " + toy.Name() + " "}},
 	} {
 		out := run(c.args...)
 		for _, w := range c.want {
@@ -121,7 +123,7 @@ func TestHelpFromRegistry(t *testing.T) {
 		}
 	}
 	var infos []systemInfo
-	if err := json.Unmarshal([]byte(run("systems", "-O", "json")), &infos); err != nil || len(infos) != len(reg.Systems()) || infos[len(infos)-1].Name != toy.Name {
+	if err := json.Unmarshal([]byte(run("systems", "-O", "json")), &infos); err != nil || len(infos) != len(reg.Systems()) || infos[len(infos)-1].Name != toy.Name() {
 		t.Errorf("plan systems -O json: %d systems (%v), last %+v", len(infos), err, infos[len(infos)-1:])
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/internal/goldencases"
+	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems"
 )
 
@@ -93,7 +94,7 @@ func TestGoldenEverySystem(t *testing.T) {
 			t.Fatal(err)
 		}
 		if s, err := reg.ForPlan(p); err == nil {
-			covered["golden"][s.Name] = true
+			covered["golden"][s.Name()] = true
 		}
 	}
 	legacy, _ := filepath.Glob(filepath.Join("testdata", "golden", "legacy", "*.json"))
@@ -103,16 +104,16 @@ func TestGoldenEverySystem(t *testing.T) {
 			t.Fatal(err)
 		}
 		if s, err := reg.ForPlan(p); err == nil {
-			covered["legacy"][s.Name] = true
+			covered["legacy"][s.Name()] = true
 		}
 	}
 	for _, s := range reg.Systems() {
-		if s.NewPlanner == nil {
+		if _, ok := s.(system.Planning); !ok {
 			continue
 		}
 		for kind, got := range covered {
-			if !got[s.Name] {
-				t.Errorf("system %s has no %s plan in testdata/golden", s.Name, kind)
+			if !got[s.Name()] {
+				t.Errorf("system %s has no %s plan in testdata/golden", s.Name(), kind)
 			}
 		}
 	}

@@ -42,17 +42,27 @@ type flagInfo struct {
 	Usage   string `json:"usage"`
 }
 
-func infoOf(s system.System) systemInfo {
-	in := systemInfo{Name: s.Name, Doc: s.Doc, WorkloadSections: nonNil(s.WorkloadSections()), DefaultWorkload: s.DefaultWorkload,
-		Strategies: nonNil(s.Strategies), PlanSection: s.PlanSection(), Policies: []string{}, Benches: []string{}, ExportTargets: []string{}}
-	for _, p := range s.Policies {
-		in.Policies = append(in.Policies, p.Name)
+func infoOf(s system.Plugin) systemInfo {
+	secs := s.Sections()
+	in := systemInfo{Name: s.Name(), Doc: s.Doc(), WorkloadSections: nonNil(secs.WorkloadKeys()), Strategies: []string{},
+		PlanSection: secs.PlanKey(), Policies: []string{}, Benches: []string{}, ExportTargets: []string{}}
+	if pl, ok := s.(system.Planning); ok {
+		in.DefaultWorkload, in.Strategies = pl.DefaultWorkload(), nonNil(pl.Strategies())
 	}
-	for _, b := range s.Benches {
-		in.Benches = append(in.Benches, b().Help().Name)
+	if d, ok := s.(system.Deploying); ok {
+		for _, p := range d.Policies() {
+			in.Policies = append(in.Policies, p.Name)
+		}
 	}
-	for _, e := range s.Exporters {
-		in.ExportTargets = append(in.ExportTargets, strings.ToLower(e.Target))
+	if b, ok := s.(system.Benching); ok {
+		for _, nb := range b.Benches() {
+			in.Benches = append(in.Benches, nb().Help().Name)
+		}
+	}
+	if e, ok := s.(system.Exporting); ok {
+		for _, x := range e.Exporters() {
+			in.ExportTargets = append(in.ExportTargets, strings.ToLower(x.Target))
+		}
 	}
 	in.SolveFlags = []flagInfo{}
 	plannerFlagSet(s).VisitAll(func(f *pflag.Flag) {
@@ -154,10 +164,10 @@ system's planner strategies and its own plan solve flags with their defaults.`,
 }
 
 // plannerFlagSet is a system's own `plan solve` flags with its own defaults.
-func plannerFlagSet(s system.System) *pflag.FlagSet {
-	fs := pflag.NewFlagSet(s.Name, pflag.ContinueOnError)
-	if s.NewPlanner != nil {
-		optflag.Bind(fs, s.NewPlanner().Options())
+func plannerFlagSet(s system.Plugin) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(s.Name(), pflag.ContinueOnError)
+	if pl, ok := s.(system.Planning); ok {
+		optflag.Bind(fs, pl.NewPlanner().Options())
 	}
 	return fs
 }
@@ -178,16 +188,17 @@ func solveUsage(cmd *cobra.Command, reg *systems.Registry) error {
 		}
 	})
 	fmt.Fprintf(w, "\nFlags (every planner):\n%s", common.FlagUsages())
-	for _, s := range reg.Systems() {
-		if s.NewPlanner == nil {
+	for _, sys := range reg.Systems() {
+		s, ok := sys.(system.Planning)
+		if !ok {
 			continue
 		}
 		fs := plannerFlagSet(s)
-		secs := strings.Join(s.WorkloadSections(), ", ")
-		if s.DefaultWorkload {
+		secs := strings.Join(s.Sections().WorkloadKeys(), ", ")
+		if s.DefaultWorkload() {
 			secs += "; also without --workload"
 		}
-		fmt.Fprintf(w, "\nFlags of the %s planner (workload sections: %s; --strategy %s):\n", s.Name, secs, strings.Join(s.Strategies, ", "))
+		fmt.Fprintf(w, "\nFlags of the %s planner (workload sections: %s; --strategy %s):\n", s.Name(), secs, strings.Join(s.Strategies(), ", "))
 		if fs.HasFlags() {
 			fmt.Fprint(w, fs.FlagUsages())
 		} else {
@@ -213,10 +224,10 @@ func isCommonSolveFlag(name string) bool {
 func plannersHelp(reg *systems.Registry) string {
 	var b strings.Builder
 	for _, s := range reg.Systems() {
-		if s.NewPlanner == nil {
+		if _, ok := s.(system.Planning); !ok {
 			continue
 		}
-		fmt.Fprintf(&b, "  %-12s → %-8s %s\n", strings.Join(s.WorkloadSections(), ", "), s.Name, s.Doc)
+		fmt.Fprintf(&b, "  %-12s → %-8s %s\n", strings.Join(s.Sections().WorkloadKeys(), ", "), s.Name(), s.Doc())
 	}
 	return b.String()
 }

@@ -25,7 +25,7 @@ import (
 // (internal/systems/toysys) goes through validate, solve, simulate, serve, check and export with
 // no shared package knowing it; this test's registry line is the only place it is named.
 func TestToySystem(t *testing.T) {
-	reg := systems.New(append(systems.InTree(), toysys.System())...)
+	reg := systems.InTreeWith(toysys.New)
 	run := func(args ...string) (int, string, string) {
 		t.Helper()
 		var out, errb bytes.Buffer
