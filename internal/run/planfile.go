@@ -111,7 +111,7 @@ func WarnStale(io *IO, reg *systems.Registry, path string, p *formats.Plan) {
 	if err != nil {
 		return
 	}
-	for _, c := range StaleChecks(systems.CheckerOf(s), p) {
+	for _, c := range StaleChecks(system.CheckerOf(s), p) {
 		fmt.Fprintf(io.Err, "plan: warning: %s: %s (plan check fails it)\n", path, c.Line)
 	}
 }

@@ -102,6 +102,15 @@ type Checking interface {
 	Checker() planner.Checker
 }
 
+// CheckerOf is p's plan checker (Checking), nil for a system without one: what the shared
+// verification (internal/systems.VerifyPlan) takes.
+func CheckerOf(p Plugin) planner.Checker {
+	if c, ok := p.(Checking); ok {
+		return c.Checker()
+	}
+	return nil
+}
+
 // Sizing is a system whose planned rates are the workload's, not what a plan serves (QLM,
 // PARD, DyOrc): the autopilot sizes its plans by Capacity. A system without it states its
 // capacity in the deployment's planned rates (a PPipe plan states the most each pipeline

@@ -23,7 +23,6 @@ import (
 	"github.com/plan-dev/plan/internal/systems/pardsys"
 	"github.com/plan-dev/plan/internal/systems/ppipesys"
 	"github.com/plan-dev/plan/internal/systems/qlmsys"
-	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/sim"
 )
@@ -277,7 +276,7 @@ func (r *Registry) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error
 	// simulate ran them. VerifyPlan is the one list both use (check adds only its
 	// simulation); every failure is a problem of the plan, named with check's own line.
 	var errs formats.ErrorList
-	for _, c := range VerifyPlan(CheckerOf(s), p) {
+	for _, c := range VerifyPlan(system.CheckerOf(s), p) {
 		if c.OK {
 			continue
 		}
@@ -294,14 +293,6 @@ func (r *Registry) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error
 		return nil, "", errs
 	}
 	return d.Deploy(p)
-}
-
-// CheckerOf is s's plan checker (system.Checking), nil for a system without one.
-func CheckerOf(s system.Plugin) planner.Checker {
-	if c, ok := s.(system.Checking); ok {
-		return c.Checker()
-	}
-	return nil
 }
 
 // ONNXCuts asks the plan's system what onnx workers run (worker.ONNXCuts): "" when the system

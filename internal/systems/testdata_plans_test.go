@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/system"
 )
 
 // badPlans are the plans under testdata/ that break their system's verifier on purpose:
@@ -87,7 +88,7 @@ func TestTestdataPlansVerify(t *testing.T) {
 			t.Errorf("%s: %v", rel, err)
 			return nil
 		}
-		for _, c := range VerifyPlan(CheckerOf(s), p) {
+		for _, c := range VerifyPlan(system.CheckerOf(s), p) {
 			if !c.OK {
 				t.Errorf("%s: %s: %s", rel, s.Name(), c.Line)
 			}
@@ -133,7 +134,7 @@ func TestVerifyPlanHoldsClaims(t *testing.T) {
 				t.Fatal(err)
 			}
 			var failed []string
-			for _, c := range VerifyPlan(CheckerOf(s), p) {
+			for _, c := range VerifyPlan(system.CheckerOf(s), p) {
 				if !c.OK {
 					failed = append(failed, c.Line)
 				}

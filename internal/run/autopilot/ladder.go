@@ -31,7 +31,7 @@ func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deploym
 	if err != nil {
 		return nil, run.UsageError(err)
 	}
-	ck := systems.CheckerOf(s)
+	ck := system.CheckerOf(s)
 	if ck == nil {
 		return nil, run.UsageErrorf("--autopilot: system %s cannot re-solve its plans", s.Name())
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/predict"
 	"github.com/plan-dev/plan/internal/run/solve"
+	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
@@ -66,7 +67,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	if err != nil {
 		return err
 	}
-	ck := systems.CheckerOf(sys)
+	ck := system.CheckerOf(sys)
 	if ck == nil {
 		return run.UsageErrorf("%s: %s: system %s has no plan checker yet", path, sys.Sections().PlanKey(), sys.Name())
 	}
