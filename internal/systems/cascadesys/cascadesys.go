@@ -84,8 +84,12 @@ func (cascadeSystem) Exporters() []export.Exporter { return xcascade.Exporters()
 // Planner plans cascades workloads: its options are pc.Flags, which the plan records (the
 // latency SLO from plan solve's --slo).
 type Planner struct {
-	f pc.Flags
+	f      pc.Flags
+	report []planner.Table
 }
+
+// Report implements planner.Reporter: the defaults the last solve took.
+func (o *Planner) Report() []planner.Table { return o.report }
 
 // Options implements planner.Planner.
 func (o *Planner) Options() any { return &o.f }
@@ -127,6 +131,7 @@ func (o *Planner) options(s planner.Settings) (pc.Options, error) {
 
 // Solve implements planner.Planner.
 func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
+	o.report = nil
 	opt, err := o.options(s)
 	if err != nil {
 		return nil, err
@@ -162,6 +167,9 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	if s.Deterministic {
 		plan.Provenance.SolveMs = 0
 	}
+	// The defaults it took, printed as the deployment search prints its own and recorded.
+	plan.Provenance.Defaults = defaultNotes(o.f, opt)
+	o.report = planner.NoteTable(plan.Provenance.Defaults)
 	return plan, nil
 }
 

@@ -106,8 +106,12 @@ func (dyorcSystem) Frontends() []serve.Frontend { return []serve.Frontend{workfl
 type Planner struct {
 	f dyorc.Flags
 	// sim sizes the plans (system.Handle.Predict).
-	sim dyorc.Simulator
+	sim    dyorc.Simulator
+	report []planner.Table
 }
+
+// Report implements planner.Reporter: the defaults the last solve took.
+func (o *Planner) Report() []planner.Table { return o.report }
 
 // Options implements planner.Planner.
 func (o *Planner) Options() any { return &o.f }
@@ -131,6 +135,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	if o.f.MinGPUs {
 		return dyorc.SolveMinGPUs(ctx, in.Workload, in.Cluster, in.Refs, opts)
 	}
+	o.report = nil
 	plan, err := dyorc.Solve(ctx, in.Workload, in.Cluster, in.Refs, opts)
 	if err != nil {
 		return nil, err
@@ -149,6 +154,9 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 			"workload: workflows.apps: rate_rps: %s: the busiest of the cluster's %d GPUs has an expected load of %.2f (busy seconds per second at the services' max batch; it must stay below 1): about %d GPUs would carry these rates (add GPUs or lower the apps' rate_rps)",
 			planner.ErrInfeasible, g, z, int(math.Floor(z*float64(g)))+1)}}
 	}
+	// The defaults it took, printed as the deployment search prints its own and recorded.
+	plan.Provenance.Defaults = defaultNotes(o.f)
+	o.report = planner.NoteTable(plan.Provenance.Defaults)
 	return plan, nil
 }
 

@@ -75,8 +75,12 @@ func (pardSystem) Benches() []func() benchapi.Bench {
 
 // Planner provisions pipeline workloads: its options are pard.Flags, which the plan records.
 type Planner struct {
-	f pard.Flags
+	f      pard.Flags
+	report []planner.Table
 }
+
+// Report implements planner.Reporter: the defaults the last solve took.
+func (o *Planner) Report() []planner.Table { return o.report }
 
 // Options implements planner.Planner.
 func (o *Planner) Options() any { return &o.f }
@@ -97,6 +101,12 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	}
 	if err == nil && s.Deterministic {
 		plan.Provenance.SolveMs = 0
+	}
+	o.report = nil
+	if err == nil {
+		// The defaults it took, printed as the deployment search prints its own and recorded.
+		plan.Provenance.Defaults = defaultNotes(o.f, plan)
+		o.report = planner.NoteTable(plan.Provenance.Defaults)
 	}
 	return plan, err
 }
