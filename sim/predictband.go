@@ -67,7 +67,7 @@ func toExpectedError(b llm.Bands) formats.ExpectedError {
 	// Hundredths of a percent: finer is noise beside a band read from a few dozen runs.
 	r := func(x float64) float64 { return math.Round(x*100) / 100 }
 	band := func(x llm.Band) formats.ErrorBand {
-		return formats.ErrorBand{LowerPct: r(x.Lower), UpperPct: r(x.Upper)}
+		return formats.ErrorBand{LowerPct: r(x.LowerPct), UpperPct: r(x.UpperPct)}
 	}
 	return formats.ExpectedError{E2EMean: band(b.E2E), TTFTMean: band(b.TTFT), TPOTMean: band(b.ITL), Basis: b.Basis}
 }

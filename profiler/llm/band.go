@@ -83,18 +83,9 @@ func Utilisation(meanInEngine float64, maxSeqs int, kvTokens int64, meanContext 
 	return meanInEngine / capSeqs
 }
 
-// Band is where the real value is expected, in percent of the prediction: between
-// prediction × (1 + Lower/100) and prediction × (1 + Upper/100). A biased step model makes
-// it asymmetric.
-type Band struct {
-	Lower float64 `json:"lower_pct"`
-	Upper float64 `json:"upper_pct"`
-}
-
-// String is the band as text: "−a/+b%".
-func (b Band) String() string {
-	return fmt.Sprintf("−%.0f/+%.0f%%", math.Max(-b.Lower, 0), math.Max(b.Upper, 0))
-}
+// Band is where the real value is expected, in percent of the prediction: the plan's own
+// formats.ErrorBand, so a band computed here is the band a plan records.
+type Band = formats.ErrorBand
 
 // Bands are a prediction's expected-error bands on its E2E, TTFT and ITL (the decode step)
 // means, with their basis, why they were widened, and the regime warnings.
@@ -183,7 +174,7 @@ func BandsFor(r Regime, runs []ValidationRun) Bands {
 	}
 	widen := func(lo, hi float64, why string) {
 		for _, x := range []*Band{&b.E2E, &b.TTFT, &b.ITL} {
-			*x = Band{Lower: -rss(-x.Lower, -lo), Upper: rss(x.Upper, hi)}
+			*x = Band{LowerPct: -rss(-x.LowerPct, -lo), UpperPct: rss(x.UpperPct, hi)}
 		}
 		b.Widened = append(b.Widened, why)
 	}
@@ -210,7 +201,7 @@ func BandsFor(r Regime, runs []ValidationRun) Bands {
 		b.Warnings = append(b.Warnings, fmt.Sprintf("engine version not validated: vLLM %s", r.Version))
 	}
 	if busiest := maxUtilisation(runs); r.Utilisation > busiest*saturationMargin && busiest > 0 {
-		b.TTFT = Band{Lower: 2 * b.TTFT.Lower, Upper: 2 * b.TTFT.Upper}
+		b.TTFT = Band{LowerPct: 2 * b.TTFT.LowerPct, UpperPct: 2 * b.TTFT.UpperPct}
 		b.Widened = append(b.Widened, fmt.Sprintf("near saturation: utilisation %.2f, past the busiest validation run's %.2f; TTFT band doubled", r.Utilisation, busiest))
 		b.Warnings = append(b.Warnings, fmt.Sprintf("near saturation: utilisation %.2f of what the engine holds at once (the validation set reaches %.2f); queueing amplifies step-time errors into TTFT", r.Utilisation, busiest))
 	}
@@ -250,7 +241,7 @@ func errorBand(loErr, hiErr float64) Band {
 		e = math.Max(e, -90)
 		return (1/(1+e/100) - 1) * 100
 	}
-	return Band{Lower: math.Min(real(hiErr), 0), Upper: math.Max(real(loErr), 0)}
+	return Band{LowerPct: math.Min(real(hiErr), 0), UpperPct: math.Max(real(loErr), 0)}
 }
 
 // calibratedBands are a calibrated profile's bands: from its held-out requests' median
@@ -258,7 +249,7 @@ func errorBand(loErr, hiErr float64) Band {
 // median absolute value that is).
 func calibratedBands(c *formats.LLMCalibration) Bands {
 	h := c.HeldOut.After
-	sym := func(m float64) Band { return Band{Lower: -2.44 * m, Upper: 2.44 * m} }
+	sym := func(m float64) Band { return Band{LowerPct: -2.44 * m, UpperPct: 2.44 * m} }
 	return Bands{E2E: sym(h.E2EPct), TTFT: sym(h.TTFTPct), ITL: sym(h.ITLPct),
 		Basis: fmt.Sprintf("the calibration's %d held-out requests (%s)", c.Requests-c.FitRequests, c.Source)}
 }

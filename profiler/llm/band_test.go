@@ -43,12 +43,12 @@ func TestBandCoverage(t *testing.T) {
 			b := m.band(BandsFor(r, others))
 			// The real value relative to the prediction: real = predicted / (1 + e).
 			rel := (1/(1+m.err(v)/100) - 1) * 100
-			if rel >= b.Lower-1e-9 && rel <= b.Upper+1e-9 {
+			if rel >= b.LowerPct-1e-9 && rel <= b.UpperPct+1e-9 {
 				inside++
 			} else {
 				t.Logf("%s: run %s real at %+.1f%% of the prediction, band %s", m.name, v.ID, rel, b)
 			}
-			halves = append(halves, (b.Upper-b.Lower)/2)
+			halves = append(halves, (b.UpperPct-b.LowerPct)/2)
 			errs = append(errs, math.Abs(m.err(v)))
 		}
 		cover := float64(inside) / float64(len(runs))
@@ -72,7 +72,7 @@ func TestBandsWiden(t *testing.T) {
 	if len(base.Warnings) != 0 || len(base.Widened) != 0 {
 		t.Errorf("validated regime: warnings %q, widened %q; want none", base.Warnings, base.Widened)
 	}
-	wider := func(a, b Band) bool { return a.Lower < b.Lower && a.Upper > b.Upper }
+	wider := func(a, b Band) bool { return a.LowerPct < b.LowerPct && a.UpperPct > b.UpperPct }
 	for _, tc := range []struct {
 		name string
 		r    Regime
@@ -98,7 +98,7 @@ func TestBandsWiden(t *testing.T) {
 	cal := &formats.LLMCalibration{Source: "run.json", Requests: 100, FitRequests: 50,
 		HeldOut: formats.LLMCalibrationErrors{After: formats.LLMReplayError{TTFTPct: 4, ITLPct: 2, E2EPct: 3}}}
 	cb := BandsFor(Regime{GPU: "H100", Measured: true, TP: 1, WeightDType: "bf16", Version: v15, Calibration: cal}, runs)
-	if cb.ITL.Upper != 2.44*2 || !strings.Contains(cb.Basis, "held-out") {
+	if cb.ITL.UpperPct != 2.44*2 || !strings.Contains(cb.Basis, "held-out") {
 		t.Errorf("calibrated: ITL %s, basis %q; want ±4.88%% from the held-out requests", cb.ITL, cb.Basis)
 	}
 }
@@ -111,8 +111,8 @@ func TestErrorBand(t *testing.T) {
 		{-20, -5, 0, 25},
 	} {
 		b := errorBand(tc.lo, tc.hi)
-		if math.Abs(b.Lower-tc.wantLo) > 0.01 || math.Abs(b.Upper-tc.wantHi) > 0.01 {
-			t.Errorf("errors [%g, %g]: band [%.2f, %.2f], want [%.2f, %.2f]", tc.lo, tc.hi, b.Lower, b.Upper, tc.wantLo, tc.wantHi)
+		if math.Abs(b.LowerPct-tc.wantLo) > 0.01 || math.Abs(b.UpperPct-tc.wantHi) > 0.01 {
+			t.Errorf("errors [%g, %g]: band [%.2f, %.2f], want [%.2f, %.2f]", tc.lo, tc.hi, b.LowerPct, b.UpperPct, tc.wantLo, tc.wantHi)
 		}
 	}
 }
@@ -133,11 +133,11 @@ func TestPredictionBand(t *testing.T) {
 		{"biased", []float64{8, 9, 10, 11, 12}, 10 - h, 10 + h},
 	} {
 		got, want := predictionBand(tc.xs, 0.8), errorBand(tc.loErr, tc.hiErr)
-		if math.Abs(got.Lower-want.Lower) > 0.01 || math.Abs(got.Upper-want.Upper) > 0.01 {
-			t.Errorf("%s: band [%.3f, %.3f], want [%.3f, %.3f]", tc.name, got.Lower, got.Upper, want.Lower, want.Upper)
+		if math.Abs(got.LowerPct-want.LowerPct) > 0.01 || math.Abs(got.UpperPct-want.UpperPct) > 0.01 {
+			t.Errorf("%s: band [%.3f, %.3f], want [%.3f, %.3f]", tc.name, got.LowerPct, got.UpperPct, want.LowerPct, want.UpperPct)
 		}
 	}
-	if b := predictionBand([]float64{8, 9, 10, 11, 12}, 0.8); -b.Lower <= b.Upper {
+	if b := predictionBand([]float64{8, 9, 10, 11, 12}, 0.8); -b.LowerPct <= b.UpperPct {
 		t.Errorf("a prediction 10%% high: band %s, want more room below than above", b)
 	}
 }
@@ -161,7 +161,7 @@ func TestPredictionBandCalibrated(t *testing.T) {
 		}
 		b := predictionBand(xs, 0.8)
 		e := 3 + 6*rng.NormFloat64()
-		if rel := (1/(1+e/100) - 1) * 100; rel >= b.Lower && rel <= b.Upper {
+		if rel := (1/(1+e/100) - 1) * 100; rel >= b.LowerPct && rel <= b.UpperPct {
 			inside++
 		}
 	}
