@@ -63,6 +63,12 @@ type Prediction struct {
 	// misses at its own rates, 0 when it misses at every load tried.
 	Headroom    float64 `json:"headroom"`
 	HeadroomCap float64 `json:"headroom_cap"`
+	// HeadroomSearch, present only where the headroom search stopped before it finished
+	// (plan solve's --time-limit came first), says so: Headroom and every application's
+	// SustainedRPS are then the loads established before it stopped, lower bounds of what a
+	// complete search finds, and plan check runs a complete one. Absent: the search ran to
+	// its end.
+	HeadroomSearch *HeadroomSearch `json:"headroom_search,omitempty"`
 	// Rule is the verdict rule that turned each application's runs into its Meets
 	// (VerdictEveryRun; absent in plans written before it was recorded, which were judged
 	// on their first run).
@@ -71,6 +77,35 @@ type Prediction struct {
 	Meets bool `json:"meets"`
 	// Apps are the per-application predictions, in the deployment's order.
 	Apps []AppPrediction `json:"apps"`
+}
+
+// SearchStoppedDeadline is why a headroom search stopped early: the command's --time-limit.
+const SearchStoppedDeadline = "time limit"
+
+// HeadroomSearch is a headroom search that stopped before it finished.
+type HeadroomSearch struct {
+	// StoppedEarly is true: the search stopped before it finished (a complete search records
+	// no HeadroomSearch).
+	StoppedEarly bool `json:"stopped_early"`
+	// Reason is why (SearchStoppedDeadline).
+	Reason string `json:"reason"`
+	// LoadsTried are the load factors it simulated (first runs), ascending.
+	LoadsTried []float64 `json:"loads_tried"`
+}
+
+// validate checks a stopped search's record: stopped, with a reason and positive loads.
+func (h *HeadroomSearch) validate(v *validator, p string) {
+	if !h.StoppedEarly {
+		v.add(field(p, "stopped_early"), h.StoppedEarly, "must be true (a search that finished records no headroom_search)")
+	}
+	if h.Reason != SearchStoppedDeadline {
+		v.add(field(p, "reason"), h.Reason, "must be %q", SearchStoppedDeadline)
+	}
+	for i, l := range h.LoadsTried {
+		if !(l > 0) || math.IsInf(l, 0) {
+			v.add(idx(field(p, "loads_tried"), i), l, "must be a finite load factor > 0")
+		}
+	}
 }
 
 // AppPrediction is one application's (model, pipeline, cascade, LLM class, workflow app)
@@ -247,6 +282,9 @@ func (pr *Prediction) validate(v *validator, p string) {
 	}
 	nonNegative(v, field(p, "headroom"), pr.Headroom)
 	nonNegative(v, field(p, "headroom_cap"), pr.HeadroomCap)
+	if pr.HeadroomSearch != nil {
+		pr.HeadroomSearch.validate(v, field(p, "headroom_search"))
+	}
 	if pr.Rule != "" && pr.Rule != VerdictEveryRun {
 		v.add(field(p, "rule"), pr.Rule, "must be %q", VerdictEveryRun)
 	}

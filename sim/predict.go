@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
@@ -105,6 +106,11 @@ type Prediction struct {
 	reps1           []Point
 	v               *sustainCheck
 	done            *formats.Prediction
+	// unit is the wall time of a batch of runs at load 1 (the run at load 1 or its
+	// replications side by side, the slower): what the search's steps are sized by under a
+	// deadline (CompleteBy). now is the clock (a test's own).
+	unit time.Duration
+	now  func() time.Time
 }
 
 // StartPrediction runs the plan at load 1 and its replications.
@@ -137,11 +143,13 @@ func StartPrediction(ctx context.Context, in PredictInput) (*Prediction, error) 
 	}
 	cfg.LLM = PlanLLMClasses(in.Plan, dep)
 	p := &Prediction{in: in, cfg: cfg, j: judge{targets: appTargets(dep, cfg.LLM), llm: cfg.LLM, dep: dep},
-		basis: basis, arrivals: arrivals, secs: secs}
+		basis: basis, arrivals: arrivals, secs: secs, now: time.Now}
 	cfg.settle = &p.j
+	t0 := p.now()
 	if p.at1, err = RunPoint(cfg, 1); err != nil {
 		return nil, fmt.Errorf("predicting the plan: load 1: %w", err)
 	}
+	t1 := p.now()
 	// Replications: the same span twice more with other arrivals. Misses come in bursts
 	// (a queue that builds holds many requests late at once), so a run's attainment
 	// scatters more than the binomial of its request count says; the spread of independent
@@ -152,6 +160,7 @@ func StartPrediction(ctx context.Context, in PredictInput) (*Prediction, error) 
 	if p.reps1, err = p.v.replications(ctx, 1); err != nil {
 		return nil, err
 	}
+	p.unit = max(t1.Sub(t0), p.now().Sub(t1))
 	return p, nil
 }
 
@@ -165,12 +174,29 @@ func (p *Prediction) Rates() *formats.Prediction {
 // Complete runs the headroom search and returns the whole prediction (once: later calls
 // return the same).
 func (p *Prediction) Complete(ctx context.Context) (*formats.Prediction, error) {
+	return p.CompleteBy(ctx, time.Time{})
+}
+
+// CompleteBy is Complete with the headroom search ended by deadline (zero: none;
+// searchstop.go): a step expected to end past it is not started, a run still going at it is
+// cancelled, and the prediction is assembled from the loads established by then, its
+// HeadroomSearch saying that it stopped early and what it tried. A prediction stopped so is
+// not kept: a later call searches again.
+func (p *Prediction) CompleteBy(ctx context.Context, deadline time.Time) (*formats.Prediction, error) {
 	if p.done != nil {
 		return p.done, nil
 	}
+	g := newSearchGuard(ctx, deadline, p.unit, p.cfg.Parallel, p.now)
+	defer g.close()
+	sctx, cfg := g.context(ctx), *p.cfg
+	if g != nil {
+		cfg.Ctx, cfg.search = sctx, g
+	}
+	v := *p.v
+	v.cfg = &cfg
 	// Above 1, where load 1 holds MaxLoadTarget: doubling to the cap, then bisecting.
-	found, err := findLimit(ctx, p.cfg, []*Point{p.at1})
-	if err != nil {
+	found, err := findLimit(sctx, &cfg, []*Point{p.at1})
+	if err != nil && !errors.Is(err, errSearchStopped) {
 		return nil, fmt.Errorf("predicting the plan: %w", err)
 	}
 	var points []Point
@@ -181,36 +207,65 @@ func (p *Prediction) Complete(ctx context.Context) (*formats.Prediction, error) 
 	for k := range p.reps1 {
 		held1 = held1 && p.j.all(&p.reps1[k])
 	}
-	if !held1 {
+	if !held1 && !g.isStopped() {
 		// Where it does hold: the loads below 1 (the search above 1 found nothing, or
 		// what it found did not hold in the replications).
-		c := *p.cfg
+		c := cfg
 		c.Loads = predictBelow
-		low, err := Sweep(ctx, &c)
-		if err != nil {
+		err := g.admit(1, predictBelow...)
+		var low *Report
+		if err == nil {
+			low, err = Sweep(sctx, &c)
+		}
+		if err = g.check(err); err != nil && !errors.Is(err, errSearchStopped) {
 			return nil, fmt.Errorf("predicting the plan: %w", err)
 		}
-		points = append(points, low.Points...)
+		if low != nil {
+			points = append(points, low.Points...)
+		}
 		// The grid says where between its loads each application stops holding; the rate
 		// a user sizes by (sustained_rps) is bisected there, every load held in each run.
-		for app := -1; app < len(p.at1.Apps); app++ {
-			if points, err = p.v.bisect(ctx, points, app); err != nil {
+		for app := -1; app < len(p.at1.Apps) && !g.isStopped(); app++ {
+			if points, err = v.bisect(sctx, points, app); err != nil && !errors.Is(err, errSearchStopped) {
 				return nil, fmt.Errorf("predicting the plan: %w", err)
 			}
 		}
 	}
-	p.v.points = points
-	pr, err := p.assemble(ctx, points)
+	v.points = points
+	pr, err := p.assembleWith(sctx, &v, points)
 	if err != nil {
 		return nil, err
 	}
+	if g.isStopped() {
+		pr.HeadroomSearch = &formats.HeadroomSearch{StoppedEarly: true, Reason: formats.SearchStoppedDeadline, LoadsTried: loadsTried(points)}
+		return pr, nil
+	}
+	p.v.points, p.v.reps = v.points, v.reps
 	p.done = pr
 	return pr, nil
+}
+
+// loadsTried are the loads of points, ascending, each once.
+func loadsTried(points []Point) []float64 {
+	var out []float64
+	for _, q := range points {
+		if !slices.Contains(out, q.Load) {
+			out = append(out, q.Load)
+		}
+	}
+	sort.Float64s(out)
+	return out
 }
 
 // assemble builds the prediction from load 1, its replications and, when points are given
 // (the search's loads), the headroom and each application's sustained rate.
 func (p *Prediction) assemble(ctx context.Context, points []Point) (*formats.Prediction, error) {
+	return p.assembleWith(ctx, p.v, points)
+}
+
+// assembleWith is assemble with the sustained rates checked by v (a search's own, under its
+// deadline).
+func (p *Prediction) assembleWith(ctx context.Context, v *sustainCheck, points []Point) (*formats.Prediction, error) {
 	at1, reps1, j := p.at1, p.reps1, p.j
 	reps := make([][]float64, len(at1.Apps))
 	for i, a := range at1.Apps {
@@ -224,7 +279,7 @@ func (p *Prediction) assemble(ctx context.Context, points []Point) (*formats.Pre
 	hr := 0.0
 	if points != nil {
 		var err error
-		if hr, err = p.v.sustained(ctx, headroom(points, j), -1); err != nil {
+		if hr, err = v.sustained(ctx, headroom(points, j), -1); err != nil {
 			return nil, err
 		}
 	}
@@ -269,7 +324,7 @@ func (p *Prediction) assemble(ctx context.Context, points []Point) (*formats.Pre
 		}
 		ap.Meets = formats.AppMeets(&ap)
 		if points != nil {
-			h, err := p.v.sustained(ctx, appHeadroom(points, i, j), i)
+			h, err := v.sustained(ctx, appHeadroom(points, i, j), i)
 			if err != nil {
 				return nil, err
 			}
@@ -420,9 +475,13 @@ type sustainCheck struct {
 }
 
 // replications runs (once per load) the predictReplications runs at load beside the first.
+// Under a deadline (cfg.search) it returns errSearchStopped where they do not fit before it.
 func (v *sustainCheck) replications(ctx context.Context, load float64) ([]Point, error) {
 	if ps, ok := v.reps[load]; ok {
 		return ps, nil
+	}
+	if err := v.cfg.search.admit(predictReplications, load); err != nil {
+		return nil, err
 	}
 	ps := make([]Point, predictReplications)
 	errs, err := Parallel(ctx, len(ps), v.cfg.Parallel, func(r int) error {
@@ -438,6 +497,9 @@ func (v *sustainCheck) replications(ctx context.Context, load float64) ([]Point,
 	if err == nil {
 		err = errors.Join(errs...)
 	}
+	if err = v.cfg.search.check(err); errors.Is(err, errSearchStopped) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("predicting the plan: load %g: %w", load, err)
 	}
@@ -447,6 +509,8 @@ func (v *sustainCheck) replications(ctx context.Context, load float64) ([]Point,
 
 // sustained is the highest load ≤ h tried at which application app (-1: every application)
 // holds its targets in every replication as well as in the first run (0 when none does).
+// Under a deadline, a load whose replications the search stopped before is not established
+// and is passed over.
 func (v *sustainCheck) sustained(ctx context.Context, h float64, app int) (float64, error) {
 	var loads []float64
 	for _, p := range v.points {
@@ -457,6 +521,9 @@ func (v *sustainCheck) sustained(ctx context.Context, h float64, app int) (float
 	sort.Sort(sort.Reverse(sort.Float64Slice(loads)))
 	for _, load := range loads {
 		ps, err := v.replications(ctx, load)
+		if errors.Is(err, errSearchStopped) {
+			continue
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -482,7 +549,8 @@ const sustainResolution = 0.01
 // test sustained applies (its first run and every replication hold), between the highest
 // load held among points and the lowest load tried above it, to within sustainResolution.
 // It returns points with the first runs of the loads it tried added; their replications
-// are in v.reps.
+// are in v.reps. Under a deadline it returns them with errSearchStopped where the next load
+// does not fit before it.
 func (v *sustainCheck) bisect(ctx context.Context, points []Point, app int) ([]Point, error) {
 	for {
 		v.points = points
@@ -501,10 +569,19 @@ func (v *sustainCheck) bisect(ctx context.Context, points []Point, app int) ([]P
 			}
 		}
 		mid := math.Round((lo+hi)/2*1e4) / 1e4
+		if v.cfg.search.isStopped() {
+			return points, errSearchStopped // lo was passed over loads not established
+		}
 		if math.IsInf(hi, 1) || hi-lo <= sustainResolution || mid <= lo || mid >= hi {
 			return points, nil
 		}
+		if err := v.cfg.search.admit(1, mid); err != nil {
+			return points, err
+		}
 		q, err := RunPoint(v.cfg, mid)
+		if err = v.cfg.search.check(err); errors.Is(err, errSearchStopped) {
+			return points, err
+		}
 		if err != nil {
 			return nil, fmt.Errorf("load %g: %w", mid, err)
 		}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -63,6 +64,9 @@ type SweepConfig struct {
 	// settle, when set (a prediction's sweeps), stops the run of every load but 1, whose
 	// metrics the prediction reports, once it is certain to fail this judge (settle.go).
 	settle *judge
+	// search, when set (a prediction's search under a deadline, searchstop.go), admits each
+	// load the limit search adds.
+	search *searchGuard
 }
 
 // traceName labels the arrivals in the report.
@@ -223,7 +227,8 @@ func limitCap(cfg *SweepConfig) float64 {
 // findLimit extends points (at cfg.Loads) while the highest load passes MaxLoadTarget:
 // doubling up to the cap, then bisecting between the last pass and the first failure.
 // Every added load is a deterministic function of the results so far, so the report stays
-// reproducible.
+// reproducible. Under a deadline (cfg.search) it returns the points so far with
+// errSearchStopped where the next load does not fit before it.
 func findLimit(ctx context.Context, cfg *SweepConfig, points []*Point) ([]*Point, error) {
 	pass := func(p *Point) bool { return MaxLoadAt([]Point{*p}, MaxLoadTarget) > 0 } // false when p.Stopped
 	if cfg.settle != nil {
@@ -242,9 +247,12 @@ func findLimit(ctx context.Context, cfg *SweepConfig, points []*Point) ([]*Point
 	var fail *Point
 	// probe runs one more load and moves lo (it passes) or fail (it does not) to it.
 	probe := func(load float64) error {
+		if err := cfg.search.admit(1, load); err != nil {
+			return err
+		}
 		ps, err := runPoints(ctx, cfg, []float64{load}, len(points))
 		if err != nil {
-			return err
+			return cfg.search.check(err)
 		}
 		points = append(points, ps[0])
 		if pass(ps[0]) {
@@ -256,7 +264,7 @@ func findLimit(ctx context.Context, cfg *SweepConfig, points []*Point) ([]*Point
 	}
 	for pass(lo) && fail == nil && lo.Load < capLoad {
 		if err := probe(round6(min(lo.Load*2, capLoad))); err != nil {
-			return nil, err
+			return stoppedAt(points, err)
 		}
 	}
 	if !pass(lo) || fail == nil {
@@ -268,10 +276,19 @@ func findLimit(ctx context.Context, cfg *SweepConfig, points []*Point) ([]*Point
 			break
 		}
 		if err := probe(mid); err != nil {
-			return nil, err
+			return stoppedAt(points, err)
 		}
 	}
 	return points, nil
+}
+
+// stoppedAt is a search's return where a step failed with err: the points so far with
+// errSearchStopped where the deadline stopped it, else no points and err.
+func stoppedAt(points []*Point, err error) ([]*Point, error) {
+	if errors.Is(err, errSearchStopped) {
+		return points, err
+	}
+	return nil, err
 }
 
 // ParseLoadRange parses "lo:hi:step" (inclusive), a single value "0.5", or a list

@@ -1,0 +1,108 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"math"
+	"runtime"
+	"time"
+)
+
+// A prediction's headroom search under a deadline (Prediction.CompleteBy): `plan solve
+// --time-limit` bounds the whole command, and the search below a plan that misses at its
+// rates costs several times what the search above one that holds does, so no reserve made
+// before it runs fits every plan. The search stops before a step it expects to end past
+// the deadline, and a run still going at the deadline is cancelled (Options.Ctx); what it
+// established by then stands (each load held in its first run and every replication), and
+// the prediction says it stopped (formats.HeadroomSearch), its headroom and sustained rates
+// then lower bounds of a complete search's.
+
+// errSearchStopped ends a step of the headroom search its deadline does not leave room for.
+var errSearchStopped = errors.New("the headroom search stopped at its deadline")
+
+// searchGuard decides whether a step of the search still fits before the deadline.
+type searchGuard struct {
+	parent context.Context // the caller's: its cancellation (SIGINT) is an error, not a stop
+	ctx    context.Context // parent, also cancelled at the deadline
+	cancel context.CancelFunc
+	// deadline is when the search must have ended; now the clock it is read by.
+	deadline time.Time
+	now      func() time.Time
+	// unit is the wall time of one batch of runs at load 1 (the slowest of the plan's own
+	// run at load 1 and its replications, run side by side): the measure of what each
+	// further step costs on this machine, as loaded as it is now.
+	unit time.Duration
+	// width is how many runs a step runs side by side (Options.Parallel, else GOMAXPROCS).
+	width int
+	// stopped says the search stopped early; tried are the loads it simulated (first runs).
+	stopped bool
+}
+
+// newSearchGuard bounds a search by deadline (zero: none, and the guard is nil: every step
+// runs). unit is the measured wall time of a batch of runs at load 1, par the parallelism.
+func newSearchGuard(parent context.Context, deadline time.Time, unit time.Duration, par int, now func() time.Time) *searchGuard {
+	if deadline.IsZero() {
+		return nil
+	}
+	if par <= 0 {
+		par = runtime.GOMAXPROCS(0)
+	}
+	ctx, cancel := context.WithDeadlineCause(parent, deadline, errSearchStopped)
+	return &searchGuard{parent: parent, ctx: ctx, cancel: cancel, deadline: deadline, now: now, unit: unit, width: max(par, 1)}
+}
+
+// context is the context the search's runs heed (the caller's without a guard).
+func (g *searchGuard) context(ctx context.Context) context.Context {
+	if g == nil {
+		return ctx
+	}
+	return g.ctx
+}
+
+// close releases the deadline's timer.
+func (g *searchGuard) close() {
+	if g != nil {
+		g.cancel()
+	}
+}
+
+// admit reports (nil) whether runs runs at each of loads, side by side as the search runs
+// them, are expected to end before the deadline: the measured batch at load 1 times the
+// largest load, or the loads' total over the runs side by side where that is more (a run's
+// work grows with its load's requests). Where they are not, or the search already stopped,
+// the search stops and admit returns errSearchStopped.
+func (g *searchGuard) admit(runs int, loads ...float64) error {
+	if g == nil {
+		return nil
+	}
+	if g.stopped {
+		return errSearchStopped
+	}
+	var most, total float64
+	for _, l := range loads {
+		most, total = math.Max(most, l), total+l*float64(runs)
+	}
+	batches := math.Max(most, total/float64(min(g.width, max(runs*len(loads), 1))))
+	if g.now().Add(time.Duration(batches * float64(g.unit))).After(g.deadline) {
+		g.stopped = true
+		return errSearchStopped
+	}
+	return nil
+}
+
+// check turns the error of a step whose runs the deadline cancelled into errSearchStopped
+// (and marks the search stopped); any other error, the caller's cancellation included, is
+// returned as it is.
+func (g *searchGuard) check(err error) error {
+	if err == nil || g == nil {
+		return err
+	}
+	if errors.Is(err, errSearchStopped) || (g.parent.Err() == nil && g.ctx.Err() != nil) {
+		g.stopped = true
+		return errSearchStopped
+	}
+	return err
+}
+
+// isStopped says whether the search has stopped early (false without a guard).
+func (g *searchGuard) isStopped() bool { return g != nil && g.stopped }

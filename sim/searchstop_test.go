@@ -1,0 +1,209 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
+)
+
+// TestSearchGuardAdmit: a step is admitted while the measured batch at load 1, times its
+// largest load or its loads' total over the runs side by side, ends before the deadline;
+// once one is not, the search has stopped and admits nothing more. No guard admits all.
+func TestSearchGuardAdmit(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		left  time.Duration // deadline − now; unit 1 s, two runs side by side
+		runs  int
+		loads []float64
+		ok    bool
+	}{
+		{"one run at 2× fits 2.5 s", 2500 * time.Millisecond, 1, []float64{2}, true},
+		{"one run at 2× does not fit 1.9 s", 1900 * time.Millisecond, 1, []float64{2}, false},
+		{"two replications side by side at 1×", 1100 * time.Millisecond, 2, []float64{1}, true},
+		{"the grid below 1: its total over two", 2100 * time.Millisecond, 1, predictBelow, true},
+		{"the grid below 1 does not fit 2 s", 2 * time.Second, 1, predictBelow, false},
+		{"a passed deadline", -time.Second, 1, []float64{0.25}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newSearchGuard(context.Background(), base.Add(tc.left), time.Second, 2, func() time.Time { return base })
+			defer g.close()
+			err := g.admit(tc.runs, tc.loads...)
+			if (err == nil) != tc.ok || g.isStopped() == tc.ok {
+				t.Fatalf("admit(%d, %v) = %v, stopped %v: want admitted %v", tc.runs, tc.loads, err, g.isStopped(), tc.ok)
+			}
+			if !tc.ok && !errors.Is(g.admit(1, 0.01), errSearchStopped) {
+				t.Fatal("a stopped search admitted a later step")
+			}
+		})
+	}
+	var none *searchGuard
+	if err := none.admit(100, 8); err != nil || none.isStopped() {
+		t.Fatalf("no guard: admit %v, stopped %v", err, none.isStopped())
+	}
+	if g := newSearchGuard(context.Background(), time.Time{}, time.Second, 2, time.Now); g != nil {
+		t.Fatal("a zero deadline made a guard")
+	}
+}
+
+// TestSearchGuardCheck: a step's error is the search's stop where the deadline cancelled
+// its runs, and stays what it was where the caller cancelled or the run failed on its own.
+func TestSearchGuardCheck(t *testing.T) {
+	failed := errors.New("deploy failed")
+	passed := func() *searchGuard {
+		return newSearchGuard(context.Background(), time.Now().Add(-time.Second), time.Second, 2, time.Now)
+	}
+	g := passed()
+	<-g.ctx.Done()
+	if err := g.check(fmt.Errorf("interrupted: %w", context.Cause(g.ctx))); !errors.Is(err, errSearchStopped) || !g.isStopped() {
+		t.Fatalf("a run the deadline cancelled: %v, stopped %v", err, g.isStopped())
+	}
+	g = passed()
+	if err := g.check(context.DeadlineExceeded); !errors.Is(err, errSearchStopped) {
+		t.Fatalf("Parallel's error at the deadline: %v", err)
+	}
+	parent, cancel := context.WithCancel(context.Background())
+	cancel()
+	g = newSearchGuard(parent, time.Now().Add(time.Hour), time.Second, 2, time.Now)
+	if err := g.check(context.Canceled); !errors.Is(err, context.Canceled) || g.isStopped() {
+		t.Fatalf("the caller's cancellation: %v, stopped %v", err, g.isStopped())
+	}
+	g = newSearchGuard(context.Background(), time.Now().Add(time.Hour), time.Second, 2, time.Now)
+	if err := g.check(failed); err != failed || g.isStopped() {
+		t.Fatalf("a run's own failure: %v, stopped %v", err, g.isStopped())
+	}
+}
+
+// ticking is a clock that moves step on at every reading: a search under it stops after a
+// fixed number of steps, whatever the machine's speed.
+type ticking struct {
+	t    time.Time
+	step time.Duration
+}
+
+func (c *ticking) now() time.Time {
+	c.t = c.t.Add(c.step)
+	return c.t
+}
+
+// TestCompleteByDeadline: a prediction completed by a deadline already passed stops at
+// once, with the loads at 1 alone tried and what they establish; one stopped part way (a
+// clock that runs out after a few steps) reports the loads it tried; either's headroom and
+// sustained rates are at most the complete search's, it says it stopped, it validates, and
+// it is not kept: Complete afterwards searches in full, as a prediction never stopped does.
+func TestCompleteByDeadline(t *testing.T) {
+	cfg := qlmSweep(t)
+	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "export", "qlm", "plan.json"), intree.Sections())
+	if err != nil {
+		t.Fatal(err)
+	}
+	over := *loadDep(t, "mixed.json")
+	over.Apps = slices.Clone(over.Apps)
+	for i := range over.Apps {
+		over.Apps[i].RateRPS *= 2
+	}
+	for _, tc := range []struct {
+		name string
+		in   PredictInput
+		// partWay is the deadline, after the start by the ticking clock, that stops the
+		// search after its first step: above 1, the run at 2× (its replications do not
+		// fit); below, the grid.
+		// tried and headroom are what the search stopped part way tried and established:
+		// above 1, load 1 held (the run at 2× held once, unreplicated); below, the grid
+		// and the first bisection steps, the last load held (0.9125) not yet replicated.
+		partWay  time.Duration
+		tried    []float64
+		headroom float64
+	}{
+		{"holds at its rates", PredictInput{Plan: plan, Dep: cfg.Dep, Policies: cfg.Policies, Policy: cfg.Policy.Policy},
+			3500 * time.Millisecond, []float64{1, 2}, 1},
+		{"misses at its rates", PredictInput{Plan: &formats.Plan{}, Dep: &over, Policies: testPolicies, Policy: "ppipe"},
+			6 * time.Second, []float64{0.25, 0.5, 0.7, 0.8, 0.9, 0.9125, 0.925, 0.95, 1}, 0.9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			in.Seed, in.SpanScale = 1, 0.1
+			whole, err := Predict(t.Context(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if whole.HeadroomSearch != nil {
+				t.Fatalf("a search without a deadline says it stopped: %+v", whole.HeadroomSearch)
+			}
+			lowerBound := func(t *testing.T, got *formats.Prediction) {
+				t.Helper()
+				h := got.HeadroomSearch
+				if h == nil || !h.StoppedEarly || h.Reason != formats.SearchStoppedDeadline || !slices.Contains(h.LoadsTried, 1) || !slices.IsSorted(h.LoadsTried) {
+					t.Fatalf("headroom_search %+v: want stopped early at the time limit, load 1 among the loads tried", h)
+				}
+				if got.Headroom > whole.Headroom {
+					t.Errorf("headroom %g past the complete search's %g", got.Headroom, whole.Headroom)
+				}
+				for i, a := range got.Apps {
+					if a.SustainedRPS > whole.Apps[i].SustainedRPS {
+						t.Errorf("%s: sustained %g req/s past the complete search's %g", a.Name, a.SustainedRPS, whole.Apps[i].SustainedRPS)
+					}
+				}
+				rest := *got
+				rest.HeadroomSearch, rest.Headroom, rest.Apps = nil, whole.Headroom, slices.Clone(got.Apps)
+				for i := range rest.Apps {
+					rest.Apps[i].SustainedRPS = whole.Apps[i].SustainedRPS
+				}
+				if !reflect.DeepEqual(&rest, whole) {
+					t.Errorf("the stopped prediction differs from the complete one past its search:\n%+v\n%+v", &rest, whole)
+				}
+				c := *plan
+				c.Prediction = got
+				for _, e := range c.Validate(intree.Sections()) {
+					if strings.Contains(e.Error(), "headroom") {
+						t.Errorf("a stopped prediction does not validate: %v", e)
+					}
+				}
+			}
+
+			p, err := StartPrediction(t.Context(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.CompleteBy(t.Context(), time.Now().Add(-time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lowerBound(t, got)
+			if !reflect.DeepEqual(got.HeadroomSearch.LoadsTried, []float64{1}) {
+				t.Errorf("a passed deadline tried loads %v, want only 1", got.HeadroomSearch.LoadsTried)
+			}
+			if full, err := p.Complete(t.Context()); err != nil || !reflect.DeepEqual(full, whole) {
+				t.Fatalf("Complete after a stopped search: %v\n%+v\nwant\n%+v", err, full, whole)
+			}
+
+			// Part way: each clock reading moves 1 s on, a batch at load 1 takes 1 s, and
+			// the deadline is an hour ahead in wall time, so only the clock stops it.
+			p, err = StartPrediction(t.Context(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock := &ticking{t: time.Now().Add(time.Hour), step: time.Second}
+			p.now, p.unit = clock.now, time.Second
+			got, err = p.CompleteBy(t.Context(), clock.t.Add(tc.partWay))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lowerBound(t, got)
+			if !reflect.DeepEqual(got.HeadroomSearch.LoadsTried, tc.tried) || got.Headroom != tc.headroom || got.Headroom == whole.Headroom {
+				t.Errorf("stopped part way: loads %v, headroom %g (the complete search's %g); want loads %v, headroom %g",
+					got.HeadroomSearch.LoadsTried, got.Headroom, whole.Headroom, tc.tried, tc.headroom)
+			}
+		})
+	}
+}
