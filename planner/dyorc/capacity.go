@@ -47,8 +47,7 @@ import (
 // formula (estimate) only starts the search, and stands in where no simulator is installed.
 
 // CapacityPrecision is the relative precision of the capacity search [ours]: the capacity's
-// load factor is within 3% below the lowest one that fails (QLM's InstanceRate searches to
-// the same).
+// load factor is within 3% below the lowest one that fails.
 const CapacityPrecision = 1.03
 
 // capacityStep is the factor the search steps by from its start to a bracket, and

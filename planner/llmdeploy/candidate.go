@@ -10,6 +10,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/llmcap"
 	pllm "github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/profiler/roofline"
 )
@@ -198,10 +199,10 @@ func (o Options) withDefaults() Options {
 		o.Ratios = [][2]int{{1, 1}, {2, 1}, {1, 2}}
 	}
 	if o.Requests <= 0 {
-		o.Requests = 2000
+		o.Requests = llmcap.Requests
 	}
 	if o.Seed == 0 {
-		o.Seed = 1
+		o.Seed = llmcap.Seed
 	}
 	if o.Workers <= 0 {
 		o.Workers = 1

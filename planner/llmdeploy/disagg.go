@@ -5,6 +5,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats/llmspec"
+	"github.com/plan-dev/plan/planner/llmcap"
 )
 
 // DisaggregatedEvaluator replays one disaggregated unit: Ratio[0] prefill instances and
@@ -20,7 +21,7 @@ func (DisaggregatedEvaluator) Probe(c Candidate, classes []llmspec.LLMClass, rat
 		return nil, fmt.Errorf("llmdeploy: disaggregated candidate %s has %d roles, want prefill and decode", c.Label(), len(c.Roles))
 	}
 	o = o.withDefaults()
-	reqs, cls := Requests(classes, rate, o.Requests, o.Seed)
+	reqs, cls := llmcap.Draw(classes, rate, o.Requests, o.Seed)
 	d := llm.Disagg{Prefill: llm.NewModel(c.Roles[0].Profile), Decode: llm.NewModel(c.Roles[1].Profile), P: c.instances(0), D: c.instances(1),
 		LinkGBps: o.KVLinkGBps, Watch: o.watch(classes, reqs, cls)}
 	res, _, err := llm.ReplayDisagg(d, reqs)

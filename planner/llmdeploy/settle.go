@@ -5,6 +5,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats/llmspec"
+	"github.com/plan-dev/plan/planner/llmcap"
 )
 
 // The SLOs Judge checks per class, as indexes into requestJudgement.ok.
@@ -28,7 +29,7 @@ type requestJudgement struct {
 // E2EMissed, TTFTMissed and TPOTMissed), TPOT = (finish − first token) / (output tokens −
 // 1) over answers of more than one token.
 func judgeRequest(cl *llmspec.LLMClass, q *llm.Request, r *llm.Result) requestJudgement {
-	s := slosOf(cl)
+	s := llmcap.SLOs(cl)
 	j := requestJudgement{ttft: float64(r.FirstToken - q.Arrival), e2e: float64(r.Done - q.Arrival)}
 	j.ok[sloTPOT] = true
 	if q.Out > 1 {
@@ -61,7 +62,7 @@ type settle struct {
 
 // newSettle is the watch for a probe of reqs (cls[i] request i's class), judged by Judge.
 func newSettle(classes []llmspec.LLMClass, reqs []llm.Request, cls []int) *settle {
-	s := &settle{skip: int(float64(len(reqs)) * warmupShare), reqs: reqs, cls: cls, classes: classes, left: make([][nSLOs]int, len(classes))}
+	s := &settle{skip: llmcap.Skip(len(reqs)), reqs: reqs, cls: cls, classes: classes, left: make([][nSLOs]int, len(classes))}
 	n := make([]int, len(classes))
 	for i := s.skip; i < len(reqs); i++ {
 		n[cls[i]]++

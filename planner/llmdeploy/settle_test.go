@@ -1,6 +1,7 @@
 package llmdeploy
 
 import (
+	"github.com/plan-dev/plan/planner/llmcap"
 	"math"
 	"reflect"
 	"testing"
@@ -84,7 +85,7 @@ func TestFailFastProbeSameVerdict(t *testing.T) {
 		}
 		if mode == Aggregated {
 			// At 8× capacity the watch stops the replay before every request is answered.
-			reqs, cls := Requests(classes, e.Rate*8, o.Requests, o.withDefaults().Seed)
+			reqs, cls := llmcap.Draw(classes, e.Rate*8, o.Requests, o.withDefaults().Seed)
 			res, _ := llm.ReplayWatched(llm.NewModel(c.Roles[0].Profile), reqs, fcfs.New(), newSettle(classes, reqs, cls).watch)
 			left := 0
 			for _, r := range res {
@@ -119,7 +120,7 @@ func TestSettleMatchesJudge(t *testing.T) {
 	}
 	verdicts := map[bool]int{}
 	for _, f := range []float64{0.5, 0.9, 1, 1.01, 1.02, 1.03, 1.05, 1.1, 1.3, 2, 8} {
-		reqs, cls := Requests(classes, e.Rate*f, o.Requests, o.withDefaults().Seed)
+		reqs, cls := llmcap.Draw(classes, e.Rate*f, o.Requests, o.withDefaults().Seed)
 		res, _ := llm.Replay(llm.NewModel(c.Roles[0].Profile), reqs, fcfs.New())
 		s, stopped := newSettle(classes, reqs, cls), false
 		for i := range res {
@@ -164,7 +165,7 @@ func TestSettleAtTheBoundary(t *testing.T) {
 		reqs[i] = llm.Request{ID: dataplane.ReqID(i), Arrival: dataplane.Time(i) * 1000, Prompt: 100, Out: 11}
 		cls[i] = i % 2
 	}
-	skip := int(n * warmupShare)
+	skip := llmcap.Skip(n)
 	// answer is request i's result: TTFT ttft ms, then TPOT tpot ms a token.
 	answer := func(i int, ttft, tpot float64) llm.Result {
 		a := reqs[i].Arrival

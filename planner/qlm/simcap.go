@@ -7,9 +7,13 @@ package qlm
 // percentile. The earlier rule counted decode load only (Σ rate·μ_out/Θ, QLM §3 Eq. 2), which
 // treats prefill as free: QLM §3 says input tokens cost ~100× less than output tokens, true
 // for chat mixes but not for a RAG class with 1,800-token prompts and 20-token answers, where
-// prefill is nearly all the work (a "12% loaded" A100 attained 0%). Simulating the same engine
-// model the runtime and `plan simulate` use keeps the planner and the simulator in agreement
-// by construction; the closed forms (Capacity) remain for Mélange's bucket ILP, scaled to it.
+// prefill is nearly all the work (a "12% loaded" A100 attained 0%). An instance's rate is the
+// capacity judge's (planner/llmcap, which the deployment search asks too: one window, warm-up,
+// verdict, starting bracket and bisection precision) on the simulator's point of the same
+// engine model the runtime and `plan simulate` use, which keeps the planners and the simulator
+// in agreement by construction. The closed forms (Capacity, MixRate) are sizing heuristics
+// only: Mélange's bucket ILP sizes the cost objective's fleet by them, and the simulator
+// checks that fleet and tops it up (costsim.go); they never decide that a plan meets its SLOs.
 
 import (
 	"errors"
@@ -25,7 +29,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
-	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/llmcap"
 )
 
 // PointSimulator runs a deployment under a policy at its planned rates for a span of seeded
@@ -45,21 +49,19 @@ const Target = 0.99
 
 // The verification run is `plan simulate PLAN --load 1` at its defaults (30 s of Poisson
 // arrivals, seed 1, its default warm-up), so a plan the planner accepts is one that command
-// shows meeting its targets.
+// shows meeting its targets. (An instance's capacity is the capacity judge's, planner/llmcap:
+// its own window of requests, seed and warm-up.)
 const (
 	verifySeconds = 30
 	verifySeed    = 1
 )
 
-// capRequests is how many requests a capacity probe simulates (its window is this many at the
-// probed rate, 60 s to 1 h): enough that one miss in a hundred is seen, not a seed's luck.
-const capRequests = 1000
-
-// capacityKey identifies a cached instance capacity: the instance kind and the class mix.
+// capacityKey identifies a cached instance capacity: the instance kind, the policy and the
+// class mix.
 type capacityKey struct {
-	model, gpu string
-	gpus       int
-	mix        string
+	model, gpu, pol string
+	gpus            int
+	mix             string
 }
 
 var (
@@ -127,6 +129,35 @@ func ms(us float64) string {
 // (seeded) under QLM's policy, as `plan simulate` does, and returns each class's outcome in
 // class order. warmup < 0 takes `plan simulate`'s default warm-up.
 func simulate(point PointSimulator, profs []*formats.Profile, classes []llmspec.LLMClass, insts []qlmsec.QLMInstance, routes []qlmsec.QLMRoute, seconds float64, seed uint64, warmup dataplane.Time) ([]ClassResult, error) {
+	pt, err := run(point, dq.PolicyQLM, profs, classes, insts, routes, dataplane.Time(seconds*1e6), warmup, seed)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ClassResult, len(classes))
+	for a, c := range classes {
+		r := ClassResult{Name: c.Name, Attainment: 1, SLO: dataplane.Time(c.SLO.D().Microseconds()),
+			TTFTSLO: dataplane.Time(c.TTFTSLO.D().Microseconds()), TPOTSLO: dataplane.Time(c.TPOTSLO.D().Microseconds())}
+		if a < len(pt.Apps) {
+			m := pt.Apps[a]
+			r.Requests = m.Requests
+			if m.Requests > 0 {
+				r.Attainment = m.Attainment
+			}
+			r.E2EP99 = dataplane.Time(m.Latency.P99Us)
+			if m.LLM != nil {
+				r.TTFTP99, r.TPOTP99 = dataplane.Time(m.LLM.TTFT.P99Us), float64(m.LLM.TPOT.P99Us)
+				r.Checks = llmcap.Checks(&c, &m)
+			}
+		}
+		out[a] = r
+	}
+	return out, nil
+}
+
+// run is the simulator's point of instances serving classes at their rate_rps under policy
+// pol (of QLM's policies, admission at the door off) for dur of seeded Poisson arrivals, the
+// requests arriving before warmup not counted (< 0: `plan simulate`'s default warm-up).
+func run(point PointSimulator, pol string, profs []*formats.Profile, classes []llmspec.LLMClass, insts []qlmsec.QLMInstance, routes []qlmsec.QLMRoute, dur, warmup dataplane.Time, seed uint64) (*workload.Point, error) {
 	setup := dq.Setup{ReplanMs: 500, Routes: routes}
 	for _, p := range profs {
 		setup.Profiles = append(setup.Profiles, p.LLMs...)
@@ -145,30 +176,7 @@ func simulate(point PointSimulator, profs []*formats.Profile, classes []llmspec.
 	if err != nil {
 		return nil, err
 	}
-	pt, err := point(dep, admitAll(), dq.PolicyQLM, classes, dataplane.Time(seconds*1e6), warmup, seed)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ClassResult, len(classes))
-	for a, c := range classes {
-		r := ClassResult{Name: c.Name, Attainment: 1, SLO: dataplane.Time(c.SLO.D().Microseconds()),
-			TTFTSLO: dataplane.Time(c.TTFTSLO.D().Microseconds()), TPOTSLO: dataplane.Time(c.TPOTSLO.D().Microseconds())}
-		if a < len(pt.Apps) {
-			m := pt.Apps[a]
-			r.Requests = m.Requests
-			if m.Requests > 0 {
-				r.Attainment = m.Attainment
-			}
-			r.E2EP99 = dataplane.Time(m.Latency.P99Us)
-			if m.LLM != nil {
-				r.TTFTP99, r.TPOTP99 = dataplane.Time(m.LLM.TTFT.P99Us), float64(m.LLM.TPOT.P99Us)
-				e2e, ttft, tpot := c.Percentiles()
-				r.Checks = workload.LLMChecks(workload.LLMSLOs{E2E: r.SLO, TTFT: r.TTFTSLO, TPOT: r.TPOTSLO, E2EP: e2e, TTFTP: ttft, TPOTP: tpot}, &m)
-			}
-		}
-		out[a] = r
-	}
-	return out, nil
+	return point(dep, admitAll(), pol, classes, dur, warmup, seed)
 }
 
 // admitAll is QLM's policies with admission at the door off (policy parameter admit=all):
@@ -225,21 +233,31 @@ func mixKey(cls []llmspec.LLMClass) string {
 		// The percentiles each SLO is judged at are part of the mix: a ttft_slo at p90 and
 		// the same one at p99 are different capacities.
 		e2e, ttft, tpot := c.Percentiles()
-		parts[i] = fmt.Sprintf("%s|%d|%d|%d|%g|%g|%g|%t|%.6f|%v|%v", c.Name, c.SLO, c.TTFTSLO, c.TPOTSLO, e2e, ttft, tpot, c.Interactive, c.RateRPS/math.Max(total, 1e-12), c.InputTokens, c.OutputTokens)
+		parts[i] = fmt.Sprintf("%s|%d|%d|%d|%g|%g|%g|%t|%.6f|%v|%v|%d", c.Name, c.SLO, c.TTFTSLO, c.TPOTSLO, e2e, ttft, tpot, c.Interactive, c.RateRPS/math.Max(total, 1e-12), c.InputTokens, c.OutputTokens, c.PrefixTokens)
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ";")
 }
 
 // InstanceRate is the highest total rate (req/s) one instance of pr serves model's classes of
-// w at their mix with every class reaching Target in simulation (0 when none does even at a
-// trickle), simulated with sim. Found by doubling then bisecting to 3% on seeded runs of capRequests requests;
-// cached per (model, GPU, tensor-parallel GPUs, class mix).
+// w at their mix under QLM's policy with every class holding every SLO it sets at its
+// percentile in simulation (0 when none does even at a trickle): InstanceRateUnder QLM's
+// policy.
 func InstanceRate(sim PointSimulator, pr *formats.LLMProfile, w *formats.Workload, model string) (float64, error) {
+	return InstanceRateUnder(sim, dq.PolicyQLM, pr, w, model)
+}
+
+// InstanceRateUnder is the capacity judge's rate (llmcap.Capacity: the deployment search's
+// too, its window, warm-up, starting bracket, verdict and precision) of one instance of pr
+// serving model's classes of w at their mix under policy pol (one of QLM's policies,
+// admission at the door off), each probe the simulator's point (sim) bounded to the judge's
+// window (llmcap.Span). Cached per (model, GPU, tensor-parallel GPUs, policy, class mix).
+func InstanceRateUnder(sim PointSimulator, pol string, pr *formats.LLMProfile, w *formats.Workload, model string) (float64, error) {
 	if sim == nil {
 		return 0, ErrNoSimulator
 	}
-	key := capacityKey{model: model, gpu: pr.GPU, gpus: max(pr.GPUCount, 1), mix: mixKey(mixOf(w, model, 1))}
+	classes := mixOf(w, model, 1)
+	key := capacityKey{model: model, gpu: pr.GPU, pol: pol, gpus: max(pr.GPUCount, 1), mix: mixKey(classes)}
 	capMu.Lock()
 	r, ok := capCache[key]
 	capMu.Unlock()
@@ -248,33 +266,25 @@ func InstanceRate(sim PointSimulator, pr *formats.LLMProfile, w *formats.Workloa
 	}
 	one := []*formats.Profile{{LLMs: []formats.LLMProfile{*pr}}}
 	inst := []qlmsec.QLMInstance{{Name: "llm-0", GPU: pr.GPU, GPUCount: max(pr.GPUCount, 1), Model: model}}
-	meets := func(rate float64) (bool, error) {
-		secs := math.Min(math.Max(capRequests/rate, 60), 3600)
-		res, err := simulate(sim, one, mixOf(w, model, rate), inst, nil, secs, verifySeed, -1)
+	probe := func(rate float64, n int, seed uint64) ([]workload.AppMetrics, error) {
+		dur, warmup, ok := llmcap.Span(classes, rate, n, seed)
+		if !ok {
+			return nil, fmt.Errorf("qlm: model %s: its classes draw no %d requests at %g req/s", model, n+1, rate)
+		}
+		pt, err := run(sim, pol, one, llmcap.AtRate(classes, rate), inst, nil, dur, warmup, seed)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
-		for _, c := range res {
-			if c.RateRPSZero() {
-				continue
-			}
-			if !c.Met() {
-				return false, nil
-			}
-		}
-		return true, nil
+		return pt.Apps, nil
 	}
-	// From 1 req/s, halve down to a trickle or double up to a ceiling no engine reaches, then
-	// bisect to 3%.
-	lo, err := planner.HighestRate(1, 1.0/1024, 1<<14, 1.03, meets)
+	res, err := llmcap.Capacity(classes, llmcap.Start(pr.ThroughputTokensPerS, classes), 0, 0, probe)
 	if err != nil {
 		return 0, err
 	}
-	lo = math.Round(lo*1e4) / 1e4
 	capMu.Lock()
-	capCache[key] = lo
+	capCache[key] = res.Rate
 	capMu.Unlock()
-	return lo, nil
+	return res.Rate, nil
 }
 
 // RateRPSZero reports whether the class had no requests (a class at rate 0 attains trivially).

@@ -71,7 +71,7 @@ func TestPrefillCapacity(t *testing.T) {
 			wantInstances: 1, wantGPUs: 1},
 		{name: "rag ttft at p99 on one A100", workload: "workload-rag-ttft-p99.yaml", cluster: "cluster-1xA100.yaml", profile: "profile.json",
 			// Its capacity is judged at p99 (the cache keys the percentiles), below the 2 req/s.
-			wantErr: []string{"llm_classes[0] (rag): rate_rps 2: SLO cannot be met", "(slo 2s, ttft_slo 600ms)", "one A100 instance serves at most 1.34 req/s", "attains 91.2% (target 99%)"}},
+			wantErr: []string{"llm_classes[0] (rag): rate_rps 2: SLO cannot be met", "(slo 2s, ttft_slo 600ms)", "one A100 instance serves at most 1.11 req/s", "attains 91.2% (target 99%)"}},
 		// The same placement with --accept-miss: written (the run's prediction records the
 		// miss) rather than refused on the load model's estimate.
 		{name: "rag ttft at p99, accept-miss", workload: "workload-rag-ttft-p99.yaml", cluster: "cluster-1xA100.yaml", profile: "profile.json", acceptMiss: true,
