@@ -81,8 +81,11 @@ func quantiles(t llmspec.TokenProfile, z []float64) []float64 {
 	return out
 }
 
-// Capacity is the request rate one instance of pr sustains for requests of in prompt and out
-// output tokens within f·slo, and the batch it runs at (0, 0 when none meets it). With B
+// Capacity is the closed-form sizing heuristic of the cost objective's bucket ILP (Mélange):
+// the request rate one instance of pr sustains for requests of in prompt and out output
+// tokens within f·slo, and the batch it runs at (0, 0 when none meets it). It is never a
+// verdict: the simulator checks the fleet it sizes and tops it up (costsim.go), and an
+// instance's capacity is the capacity judge's (planner/llmcap, InstanceRate). With B
 // sequences decoding, each iteration takes dec(B) + c·B·(in + out/2) µs (the profile's decode
 // curve and per-context-token term, LLM-engine spec); a sequence lives for its out decode
 // iterations plus the prefills of the B sequences that turn over during its life, so the

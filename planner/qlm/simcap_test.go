@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/llmcap"
 )
 
 // fixtureInputs reads a workload, cluster and profile under testdata/qlm, with refs naming
@@ -160,6 +162,51 @@ func TestClassInputChecks(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestInstanceProbeIsTheJudgesWindow: a capacity probe of InstanceRate (the simulator's
+// point of one instance under QLM's policy, bounded by llmcap.Span) judges exactly the
+// capacity judge's window: per class, the requests llmcap.Draw draws after the warm-up
+// share, at a light rate and a heavy one, for a two-class mix at unequal SLOs.
+func TestInstanceProbeIsTheJudgesWindow(t *testing.T) {
+	in := fixtureInputs(t, "workload.yaml", "cluster.yaml", "profile.json")
+	const model = "mistral-7b"
+	var pr *formats.LLMProfile
+	for i, l := range in.Profiles[0].LLMs {
+		if l.Model == model {
+			pr = &in.Profiles[0].LLMs[i]
+		}
+	}
+	if pr == nil {
+		t.Fatalf("no %s profile", model)
+	}
+	classes := mixOf(in.Workload, model, 1)
+	if len(classes) != 2 {
+		t.Fatalf("%d classes of %s, want 2", len(classes), model)
+	}
+	one := []*formats.Profile{{LLMs: []formats.LLMProfile{*pr}}}
+	inst := []qlmsec.QLMInstance{{Name: "llm-0", GPU: pr.GPU, Model: model}}
+	for _, rate := range []float64{0.5, 8} {
+		const n = 300
+		dur, warmup, ok := llmcap.Span(classes, rate, n, llmcap.Seed)
+		if !ok {
+			t.Fatalf("%g req/s: no window", rate)
+		}
+		pt, err := run(testSim, dq.PolicyQLM, one, llmcap.AtRate(classes, rate), inst, nil, dur, warmup, llmcap.Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, cls := llmcap.Draw(classes, rate, n, llmcap.Seed)
+		want := make([]int64, len(classes))
+		for _, k := range cls[llmcap.Skip(n):] {
+			want[k]++
+		}
+		for k, c := range classes {
+			if got := pt.Apps[k].Requests; got != want[k] {
+				t.Errorf("%g req/s: %s: the point judged %d requests, the judge's window holds %d", rate, c.Name, got, want[k])
+			}
 		}
 	}
 }
