@@ -24,6 +24,8 @@ import (
 // prediction: the application's sustained_rps, at most the pipelines' capacity. ok is false
 // when the plan records no complete prediction for the model (a plan straight from the
 // solver, or a prediction without the headroom search), and then the rule does not apply.
+// A search stopped early (formats.HeadroomSearch) states the rate it established, a lower
+// bound.
 func ServedRPS(pl *formats.Plan, m ppipesec.PPipeModelPlan) (served float64, ok bool) {
 	pr := pl.Prediction
 	if pr == nil {
@@ -33,8 +35,10 @@ func ServedRPS(pl *formats.Plan, m ppipesec.PPipeModelPlan) (served float64, ok 
 		if a.Name != m.Model {
 			continue
 		}
-		if a.SustainedRPS == 0 && a.Meets {
-			return 0, false // a rates-only prediction: no headroom search ran
+		if a.SustainedRPS == 0 && (a.Meets || pr.HeadroomSearch != nil) {
+			// A rates-only prediction (no headroom search ran), or a search stopped early
+			// before it established any load: what the model serves is not known.
+			return 0, false
 		}
 		return math.Min(capacity(m), a.SustainedRPS), true
 	}

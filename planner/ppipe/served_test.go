@@ -31,6 +31,7 @@ func TestStateServed(t *testing.T) {
 		sustained []float64 // per model; NaN: leave the prediction's
 		noPred    bool
 		ratesOnly bool
+		stopped   bool      // the headroom search stopped early (prediction.headroom_search)
 		want      []float64 // per model; NaN: the pipelines' capacity
 		unserved  []string
 	}{
@@ -39,10 +40,14 @@ func TestStateServed(t *testing.T) {
 		{name: "serves nothing", sustained: []float64{0, math.NaN()}, want: []float64{0, 83.8206}, unserved: []string{"m0"}},
 		{name: "no prediction", noPred: true, want: []float64{math.NaN(), math.NaN()}},
 		{name: "rates only", ratesOnly: true, want: []float64{math.NaN(), math.NaN()}},
+		// A search stopped early states the rate it established (a lower bound); where it
+		// established none, what the model serves is not known, not nothing.
+		{name: "stopped, established", stopped: true, sustained: []float64{10, math.NaN()}, want: []float64{10, 83.8206}},
+		{name: "stopped, none established", stopped: true, sustained: []float64{0, math.NaN()}, want: []float64{math.NaN(), 83.8206}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pl := servedPlan(t)
-			if tc.noPred || tc.ratesOnly { // as the solver writes it: capacity
+			if tc.noPred || tc.ratesOnly || tc.stopped { // as the solver writes it: capacity
 				pp := ppipesec.PlanOf(pl)
 				for i := range pp.Models {
 					pp.Models[i].ThroughputRPS = capacity(pp.Models[i])
@@ -57,6 +62,9 @@ func TestStateServed(t *testing.T) {
 					pl.Prediction.Apps[i].SustainedRPS, pl.Prediction.Apps[i].Meets = 0, true
 				}
 			default:
+				if tc.stopped {
+					pl.Prediction.HeadroomSearch = &formats.HeadroomSearch{StoppedEarly: true, Reason: formats.SearchStoppedDeadline, LoadsTried: []float64{0.25, 1}}
+				}
 				for i, s := range tc.sustained {
 					if !math.IsNaN(s) {
 						pl.Prediction.Apps[i].SustainedRPS = s

@@ -39,12 +39,26 @@ func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in pl
 	if settings.Status != nil {
 		settings.Status("predicting: the rates the plan holds (headroom search)")
 	}
-	whole, err := started.Complete(ctx)
+	whole, err := started.CompleteBy(ctx, SearchDeadline(settings.Deadline))
 	if err != nil {
 		return nil, err
 	}
 	plan.Prediction = whole
 	return plan, nil
+}
+
+// afterSearch is what a solve does after its headroom search: state the plan's throughput,
+// validate and write it, print, exit (about 20 ms for the PPipe regression cases' plans,
+// which embed profiles of 100 GPUs; the rest is slack for a loaded machine).
+const afterSearch = 100 * time.Millisecond
+
+// SearchDeadline is when the headroom search of a command that ends at deadline (zero:
+// none) must end: afterSearch before it (sim.Prediction.CompleteBy).
+func SearchDeadline(deadline time.Time) time.Time {
+	if deadline.IsZero() {
+		return deadline
+	}
+	return deadline.Add(-afterSearch)
 }
 
 // Attempt is Solve up to the verdict: the plan Solve keeps and its prediction started, whose

@@ -11,6 +11,7 @@ package predict
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/plan-dev/plan/dataplane/workload"
@@ -87,19 +88,47 @@ func deploy(reg *systems.Registry, plan *formats.Plan, in sim.PredictInput) (sim
 	return in, nil
 }
 
+// SearchNote says that pr's headroom search stopped before it finished, what it tried and
+// what that makes of its numbers ("" where it finished).
+func SearchNote(pr *formats.Prediction) string {
+	h := pr.HeadroomSearch
+	if h == nil {
+		return ""
+	}
+	loads := make([]string, len(h.LoadsTried))
+	for i, l := range h.LoadsTried {
+		loads[i] = strconv.FormatFloat(l, 'g', 4, 64) + "×"
+	}
+	tried := "no load but 1"
+	if len(loads) > 0 {
+		tried = "loads " + strings.Join(loads, ", ")
+	}
+	return fmt.Sprintf("the prediction's headroom search stopped early at the %s (it simulated %s): headroom %.3g× and each sustained_rps are what it established by then, lower bounds, not a complete search (plan check runs one; a longer --time-limit completes it)",
+		h.Reason, tried, pr.Headroom)
+}
+
+// holdsUpTo is "up to R req/s", or "at least up to R req/s" where the headroom search
+// stopped early (R is then a lower bound).
+func holdsUpTo(pr *formats.Prediction, rps float64) string {
+	if pr.HeadroomSearch != nil {
+		return fmt.Sprintf("at least up to %.4g req/s (the search stopped early)", rps)
+	}
+	return fmt.Sprintf("up to %.4g req/s", rps)
+}
+
 // Misses lists the applications that miss their targets, one phrase each.
 func Misses(pr *formats.Prediction) []string {
 	var out []string
 	for _, a := range pr.Apps {
 		if !a.Meets && BindingPhrase(a) != "" {
-			out = append(out, fmt.Sprintf("%s at its own rate %.4g req/s (%d dropped of %d); it holds its SLOs up to %.4g req/s", BindingPhrase(a), a.RateRPS, a.Dropped, a.Requests, a.SustainedRPS))
+			out = append(out, fmt.Sprintf("%s at its own rate %.4g req/s (%d dropped of %d); it holds its SLOs %s", BindingPhrase(a), a.RateRPS, a.Dropped, a.Requests, holdsUpTo(pr, a.SustainedRPS)))
 		} else if !a.Meets {
 			scatter := ""
 			if a.Attainment >= a.Target {
 				scatter = ", below it in a replication with other arrivals"
 			}
-			out = append(out, fmt.Sprintf("%s: predicted attainment %.2f%% ± %.2f at its own rate %.4g req/s, target %.0f%%%s (p99 %s, %d dropped, %d late of %d); it holds the target up to %.4g req/s",
-				a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, 100*a.Target, scatter, run.FmtLatencyMs(a.P99Ms), a.Dropped, a.Late, a.Requests, a.SustainedRPS))
+			out = append(out, fmt.Sprintf("%s: predicted attainment %.2f%% ± %.2f at its own rate %.4g req/s, target %.0f%%%s (p99 %s, %d dropped, %d late of %d); it holds the target %s",
+				a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, 100*a.Target, scatter, run.FmtLatencyMs(a.P99Ms), a.Dropped, a.Late, a.Requests, holdsUpTo(pr, a.SustainedRPS)))
 		}
 	}
 	return out
@@ -121,6 +150,10 @@ func Line(pr *formats.Prediction) string {
 	}
 	hr := fmt.Sprintf("holds its targets up to %.3g× %s", pr.Headroom, rates)
 	switch {
+	case pr.HeadroomSearch != nil && pr.Headroom == 0:
+		hr = "the headroom search stopped at the time limit before it established a load the plan holds"
+	case pr.HeadroomSearch != nil:
+		hr = fmt.Sprintf("holds its targets at least up to %.3g× %s (the headroom search stopped at the time limit)", pr.Headroom, rates)
 	case pr.Headroom >= pr.HeadroomCap:
 		hr = fmt.Sprintf("holds its targets at %.3g× its rates (the most tried)", pr.Headroom)
 	case pr.Headroom == 0:
@@ -171,7 +204,15 @@ func SizeByPhrase(pr *formats.Prediction) string {
 		if a.SustainedRPS == 0 && a.Meets {
 			return "" // no search ran (a rates-only prediction)
 		}
-		parts = append(parts, fmt.Sprintf("%s %.4g req/s (stated %.4g)", a.Name, SizeBy(pr, a), a.RateRPS))
+		switch {
+		case pr.HeadroomSearch != nil && a.SustainedRPS == 0:
+			// The search stopped before it established a rate: none is known, not 0.
+			parts = append(parts, fmt.Sprintf("%s not established (stated %.4g)", a.Name, a.RateRPS))
+		case pr.HeadroomSearch != nil && a.SustainedRPS < a.RateRPS:
+			parts = append(parts, fmt.Sprintf("%s %.4g req/s or more (stated %.4g)", a.Name, SizeBy(pr, a), a.RateRPS))
+		default:
+			parts = append(parts, fmt.Sprintf("%s %.4g req/s (stated %.4g)", a.Name, SizeBy(pr, a), a.RateRPS))
+		}
 	}
 	return "size by " + strings.Join(parts, ", ")
 }

@@ -2,7 +2,12 @@ package solve_test
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,5 +99,101 @@ func TestTimeLimitIsTheCommandsDeadline(t *testing.T) {
 			t.Errorf("re-solve %d: deadline %v, limit %s at %v; want the command's deadline %v and a limit within it",
 				i+1, c.s.Deadline.Sub(began), c.s.TimeLimit, c.at.Sub(began), d.Sub(began))
 		}
+	}
+}
+
+// latePlanner is a system's planner that returns at the command's deadline (where its
+// settings carry one): its own plan, or with refuse a refusal of the workload's target. It
+// counts the solves it is asked for.
+type latePlanner struct {
+	planner.Planner
+	refuse bool
+	calls  *atomic.Int32
+}
+
+func (l latePlanner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
+	l.calls.Add(1)
+	plan, err := l.Planner.Solve(ctx, in, s)
+	if !s.Deadline.IsZero() {
+		time.Sleep(time.Until(s.Deadline))
+	}
+	if l.refuse {
+		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("workload: models[0].slo: %v", planner.ErrInfeasible)}}
+	}
+	return plan, err
+}
+
+// lateSystem is PPipe's system whose planners are latePlanners.
+type lateSystem struct {
+	ppipeParts
+	refuse bool
+	calls  *atomic.Int32
+}
+
+func (l lateSystem) NewPlanner() planner.Planner {
+	return latePlanner{Planner: l.ppipeParts.NewPlanner(), refuse: l.refuse, calls: l.calls}
+}
+
+// lateSystems is the in-tree registry with PPipe's planner returning at the deadline.
+func lateSystems(refuse bool, calls *atomic.Int32) *systems.Registry {
+	var syss []system.Plugin
+	for _, s := range systems.BuildInTree() {
+		if s.Name() == "ppipe" {
+			s = lateSystem{ppipeParts: s.(ppipeParts), refuse: refuse, calls: calls}
+		}
+		syss = append(syss, s)
+	}
+	return systems.New(syss...)
+}
+
+// TestDeadlineReachesThePrediction: the command's deadline bounds its plan's headroom search.
+// A planner that returns at the deadline leaves the search no time: the plan is written with
+// its prediction's runs at its rates, the search stopped before its first step (loads tried:
+// 1 alone) and recorded so, the summary says so (the demo misses at its stated rate: no
+// "misses at every load tried", no "size by 0 req/s") and a note names the stop. What is
+// asserted is the record, not the wall time.
+func TestDeadlineReachesThePrediction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("solves the demo")
+	}
+	var calls atomic.Int32
+	out := filepath.Join(t.TempDir(), "plan.json")
+	code, stdout, stderr := solveRun(t, solve.Args{Systems: lateSystems(false, &calls), TimeLimit: 2 * time.Second, Out: out}, false)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	plan, err := formats.ReadInto[*formats.Plan](out, systems.Default().Sections())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := plan.Prediction.HeadroomSearch
+	if h == nil || !h.StoppedEarly || h.Reason != formats.SearchStoppedDeadline || !slices.Equal(h.LoadsTried, []float64{1}) {
+		t.Fatalf("prediction.headroom_search %+v: want stopped early at the time limit, load 1 alone tried", h)
+	}
+	if !strings.Contains(stderr, "note: the prediction's headroom search stopped early at the time limit") {
+		t.Errorf("no note of the stopped search on stderr:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "the headroom search stopped at the time limit") || strings.Contains(stdout, "misses at every load tried") || strings.Contains(stdout, " 0 req/s") {
+		t.Errorf("the summary presents a stopped search as a complete one:\n%s", stdout)
+	}
+}
+
+// TestDeadlineReachesTheExplanation: a solve refused at the command's deadline leaves its
+// explanation no time: it starts no probe solve and says why there is none, instead of
+// running on a --time-limit of its own after the failed solve.
+func TestDeadlineReachesTheExplanation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("solves the demo")
+	}
+	var calls atomic.Int32
+	code, _, stderr := solveRun(t, solve.Args{Systems: lateSystems(true, &calls), TimeLimit: 2 * time.Second}, false)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2: %s", code, stderr)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d solves: want the refused one alone, no probe of the explanation", n)
+	}
+	if !strings.Contains(stderr, "no explanation: no time left for the explanation: --time-limit 2s passed") {
+		t.Errorf("the error does not say the explanation had no time:\n%s", stderr)
 	}
 }

@@ -129,8 +129,11 @@ type FailureReport struct {
 // finds that no knob explains the failure (bad input), the error is reported as it was.
 func explainFailure(ctx context.Context, a Args, io *run.IO, sys system.Planning, in planner.Inputs, settings planner.Settings, err error, missed *formats.Plan) error {
 	settings.Progress, settings.Status = nil, nil
-	// The explanation's probes are solves of their own, bounded by its Limit, not by the
-	// failed command's deadline (already spent).
+	// The explanation runs in what is left of the command's deadline (--time-limit bounds
+	// the failed solve and its explanation together), and ends before it by the time the
+	// writing of a solve's output takes; its probes are solves of their own, each given up
+	// at that end (explain's searcher), not bounded by the deadline themselves.
+	deadline := predict.SearchDeadline(settings.Deadline)
 	settings.Deadline = time.Time{}
 	task := progressline.NewStatus(io.Err, io.Quiet, "explain "+sys.Name())
 	solves := 0
@@ -143,7 +146,7 @@ func explainFailure(ctx context.Context, a Args, io *run.IO, sys system.Planning
 	if missed == nil {
 		fail.Refusal = err
 	}
-	ex, xerr := explain.Explain(ctx, explain.Request{In: in, Settings: settings, Secs: a.Systems.Sections(), Probe: probe, Failure: fail, Limit: a.TimeLimit,
+	ex, xerr := explain.Explain(ctx, explain.Request{In: in, Settings: settings, Secs: a.Systems.Sections(), Probe: probe, Failure: fail, Limit: a.TimeLimit, Deadline: deadline,
 		Trace: func(s string) { io.Logger().Debug("explain: " + s) }})
 	task.Clear()
 	if xerr != nil {

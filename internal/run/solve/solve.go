@@ -204,6 +204,10 @@ type predictionStater interface {
 // on stderr.
 func report(io *run.IO, out string, sys system.Planning, plan *formats.Plan, stated string) error {
 	pv := plan.Provenance
+	if n := predict.SearchNote(plan.Prediction); n != "" {
+		// A stopped search's numbers are lower bounds: said whatever the output format.
+		fmt.Fprintf(io.Err, "note: %s\n", io.Bold(n))
+	}
 	if pv.Solver != "" && statusClaim(pv) != "optimal" {
 		fmt.Fprintf(io.Err, "plan: %s: wrote the best plan found; objective %.4g, %s\n", pv.Status, pv.Objective, boundGap(pv, "%.2f"))
 	}

@@ -68,9 +68,12 @@ type Request struct {
 	Probe Probe
 	// Failure is the failed solve: the plan that missed at its rates, or the refusal.
 	Failure Outcome
-	// MaxProbes bounds the solves (0 = DefaultMaxProbes); Limit the wall time (0 = none).
+	// MaxProbes bounds the solves (0 = DefaultMaxProbes); Limit the wall time (0 = none),
+	// and Deadline, where set and earlier, when the search ends: the failed command's own
+	// (plan solve's --time-limit bounds the solve and its explanation together).
 	MaxProbes int
 	Limit     time.Duration
+	Deadline  time.Time
 	// Trace, if set, hears of each solve as it starts and ends (a debug log).
 	Trace func(string)
 }
@@ -150,6 +153,10 @@ type GPUAdd struct {
 	PricePerHour *float64 `json:"price_per_hour,omitempty"`
 	Currency     string   `json:"currency,omitempty"`
 }
+
+// ErrNoTime is an explanation given up for want of time: the deadline passed before the
+// search could say anything (the failed command's --time-limit spent by its solve).
+var ErrNoTime = errors.New("no time left for the explanation")
 
 // errBudget stops a knob's search when the solves or the time run out.
 var errBudget = errors.New("search budget spent")
@@ -276,6 +283,12 @@ func Explain(ctx context.Context, r Request) (*Explanation, error) {
 	if r.Limit > 0 {
 		s.deadline = time.Now().Add(r.Limit)
 	}
+	if !r.Deadline.IsZero() && (s.deadline.IsZero() || r.Deadline.Before(s.deadline)) {
+		s.deadline = r.Deadline
+	}
+	if !s.deadline.IsZero() && !time.Now().Before(s.deadline) {
+		return nil, fmt.Errorf("%w: --time-limit %s passed before it began", ErrNoTime, r.Limit)
+	}
 	ex := &Explanation{Tolerance: Tolerance, CheckShare: CheckShare}
 	slos, err := SLOTargets(r.In, r.Settings)
 	if err != nil {
@@ -288,7 +301,12 @@ func Explain(ctx context.Context, r Request) (*Explanation, error) {
 	// knob at its bound together decides (where even it fails, no knob alone helps).
 	if !targetRefusal(r.Failure) {
 		wide, err := s.widest(ctx, slos, rates, gpus)
-		if err != nil && !errors.Is(err, errBudget) {
+		if errors.Is(err, errBudget) {
+			// The one probe that decides whether any knob reaches the failure did not
+			// finish: no explanation, and not "no knob explains it" either.
+			return nil, fmt.Errorf("%w: %s", ErrNoTime, strings.Join(s.cuts, "; "))
+		}
+		if err != nil {
 			return nil, err
 		}
 		if !wide {

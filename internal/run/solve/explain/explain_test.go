@@ -231,3 +231,34 @@ func TestMissedPlanIsClosest(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadlineBoundsTheSearch: the failed command's deadline, where earlier than its own
+// limit, ends the search: passed already, no probe runs and the error says there was no
+// time; a deadline that passes while the one deciding probe (every knob at its bound) is
+// under way gives no explanation either, rather than "no knob explains it".
+func TestDeadlineBoundsTheSearch(t *testing.T) {
+	in := planner.Inputs{Cluster: cluster(4, nil)}
+	st := planner.Settings{SLO: 10 * time.Millisecond}
+	for _, c := range []struct {
+		name     string
+		deadline time.Duration // from now
+		slow     time.Duration
+		fail     Outcome
+		solves   int
+	}{
+		{"passed", -time.Second, 0, Outcome{Refusal: planner.ErrInfeasible}, 0},
+		{"passed during the deciding probe", 50 * time.Millisecond, time.Second, Outcome{Refusal: &planner.InputError{Problems: []string{"x"}}}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &threshold{minSLO: 610 * time.Millisecond, slow: c.slow}
+			ex, err := Explain(context.Background(), Request{In: in, Settings: st, Probe: f.probe, Failure: c.fail,
+				Limit: time.Hour, Deadline: time.Now().Add(c.deadline)})
+			if ex != nil || !errors.Is(err, ErrNoTime) {
+				t.Fatalf("got %+v, %v; want no explanation for want of time", ex, err)
+			}
+			if f.solves != c.solves {
+				t.Errorf("%d probes, want %d", f.solves, c.solves)
+			}
+		})
+	}
+}
