@@ -106,11 +106,11 @@ type Prediction struct {
 	reps1           []Point
 	v               *sustainCheck
 	done            *formats.Prediction
-	// unit is the wall time of a batch of runs at load 1 (the run at load 1 or its
-	// replications side by side, the slower): what the search's steps are sized by under a
-	// deadline (CompleteBy). now is the clock (a test's own).
-	unit time.Duration
-	now  func() time.Time
+	// one and batch are the wall times of the run at load 1 alone and of its replications
+	// side by side: what the search's steps are sized by under a deadline (CompleteBy).
+	// now is the clock (a test's own).
+	one, batch time.Duration
+	now        func() time.Time
 }
 
 // StartPrediction runs the plan at load 1 and its replications.
@@ -160,7 +160,7 @@ func StartPrediction(ctx context.Context, in PredictInput) (*Prediction, error) 
 	if p.reps1, err = p.v.replications(ctx, 1); err != nil {
 		return nil, err
 	}
-	p.unit = max(t1.Sub(t0), p.now().Sub(t1))
+	p.one, p.batch = t1.Sub(t0), p.now().Sub(t1)
 	return p, nil
 }
 
@@ -186,7 +186,7 @@ func (p *Prediction) CompleteBy(ctx context.Context, deadline time.Time) (*forma
 	if p.done != nil {
 		return p.done, nil
 	}
-	g := newSearchGuard(ctx, deadline, p.unit, p.cfg.Parallel, p.now)
+	g := newSearchGuard(ctx, deadline, p.one, p.batch, p.cfg.Parallel, p.now)
 	defer g.close()
 	sctx, cfg := g.context(ctx), *p.cfg
 	if g != nil {

@@ -28,10 +28,10 @@ type searchGuard struct {
 	// deadline is when the search must have ended; now the clock it is read by.
 	deadline time.Time
 	now      func() time.Time
-	// unit is the wall time of one batch of runs at load 1 (the slowest of the plan's own
-	// run at load 1 and its replications, run side by side): the measure of what each
-	// further step costs on this machine, as loaded as it is now.
-	unit time.Duration
+	// one is the wall time of the plan's own run at load 1, alone, and batch that of its
+	// replications at load 1, side by side: the measure of what each further step costs on
+	// this machine, as loaded as it is now.
+	one, batch time.Duration
 	// width is how many runs a step runs side by side (Options.Parallel, else GOMAXPROCS).
 	width int
 	// stopped says the search stopped early; tried are the loads it simulated (first runs).
@@ -39,8 +39,9 @@ type searchGuard struct {
 }
 
 // newSearchGuard bounds a search by deadline (zero: none, and the guard is nil: every step
-// runs). unit is the measured wall time of a batch of runs at load 1, par the parallelism.
-func newSearchGuard(parent context.Context, deadline time.Time, unit time.Duration, par int, now func() time.Time) *searchGuard {
+// runs). one and batch are the measured wall times of a run at load 1 alone and of runs at
+// load 1 side by side, par the parallelism.
+func newSearchGuard(parent context.Context, deadline time.Time, one, batch time.Duration, par int, now func() time.Time) *searchGuard {
 	if deadline.IsZero() {
 		return nil
 	}
@@ -48,7 +49,7 @@ func newSearchGuard(parent context.Context, deadline time.Time, unit time.Durati
 		par = runtime.GOMAXPROCS(0)
 	}
 	ctx, cancel := context.WithDeadlineCause(parent, deadline, errSearchStopped)
-	return &searchGuard{parent: parent, ctx: ctx, cancel: cancel, deadline: deadline, now: now, unit: unit, width: max(par, 1)}
+	return &searchGuard{parent: parent, ctx: ctx, cancel: cancel, deadline: deadline, now: now, one: one, batch: batch, width: max(par, 1)}
 }
 
 // context is the context the search's runs heed (the caller's without a guard).
@@ -67,10 +68,11 @@ func (g *searchGuard) close() {
 }
 
 // admit reports (nil) whether runs runs at each of loads, side by side as the search runs
-// them, are expected to end before the deadline: the measured batch at load 1 times the
-// largest load, or the loads' total over the runs side by side where that is more (a run's
-// work grows with its load's requests). Where they are not, or the search already stopped,
-// the search stops and admit returns errSearchStopped.
+// them, are expected to end before the deadline (a run's work grows with its load's
+// requests): one run, the run at load 1 alone times its load; several, the batch at load 1
+// times the largest load, or the loads' total over the runs side by side where that is
+// more. An upper bound: a run certain to fail stops early (settle.go). Where they are not,
+// or the search already stopped, the search stops and admit returns errSearchStopped.
 func (g *searchGuard) admit(runs int, loads ...float64) error {
 	if g == nil {
 		return nil
@@ -82,8 +84,12 @@ func (g *searchGuard) admit(runs int, loads ...float64) error {
 	for _, l := range loads {
 		most, total = math.Max(most, l), total+l*float64(runs)
 	}
-	batches := math.Max(most, total/float64(min(g.width, max(runs*len(loads), 1))))
-	if g.now().Add(time.Duration(batches * float64(g.unit))).After(g.deadline) {
+	n := runs * len(loads)
+	est := time.Duration(total * float64(g.one))
+	if n > 1 {
+		est = time.Duration(math.Max(most, total/float64(min(g.width, n))) * float64(g.batch))
+	}
+	if g.now().Add(est).After(g.deadline) {
 		g.stopped = true
 		return errSearchStopped
 	}

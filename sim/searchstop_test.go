@@ -15,28 +15,31 @@ import (
 	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
-// TestSearchGuardAdmit: a step is admitted while the measured batch at load 1, times its
-// largest load or its loads' total over the runs side by side, ends before the deadline;
-// once one is not, the search has stopped and admits nothing more. No guard admits all.
+// TestSearchGuardAdmit: a step is admitted while it is expected to end before the deadline:
+// one run, the run at load 1 alone (1 s here) times its load; several, the batch at load 1
+// side by side (2 s) times the largest load, or the loads' total over the runs side by side
+// (two) where that is more. Once a step is not admitted, the search has stopped and admits
+// nothing more. No guard admits all.
 func TestSearchGuardAdmit(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name  string
-		left  time.Duration // deadline − now; unit 1 s, two runs side by side
+		left  time.Duration // deadline − now
 		runs  int
 		loads []float64
 		ok    bool
 	}{
-		{"one run at 2× fits 2.5 s", 2500 * time.Millisecond, 1, []float64{2}, true},
+		{"one run at 2× fits 2.1 s", 2100 * time.Millisecond, 1, []float64{2}, true},
 		{"one run at 2× does not fit 1.9 s", 1900 * time.Millisecond, 1, []float64{2}, false},
-		{"two replications side by side at 1×", 1100 * time.Millisecond, 2, []float64{1}, true},
-		{"the grid below 1: its total over two", 2100 * time.Millisecond, 1, predictBelow, true},
-		{"the grid below 1 does not fit 2 s", 2 * time.Second, 1, predictBelow, false},
+		{"two replications side by side at 1× fit 2.1 s", 2100 * time.Millisecond, 2, []float64{1}, true},
+		{"two replications do not fit 1.9 s", 1900 * time.Millisecond, 2, []float64{1}, false},
+		{"the grid below 1: its total over two, 4.1 s", 4200 * time.Millisecond, 1, predictBelow, true},
+		{"the grid below 1 does not fit 4 s", 4 * time.Second, 1, predictBelow, false},
 		{"a passed deadline", -time.Second, 1, []float64{0.25}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newSearchGuard(context.Background(), base.Add(tc.left), time.Second, 2, func() time.Time { return base })
+			g := newSearchGuard(context.Background(), base.Add(tc.left), time.Second, 2*time.Second, 2, func() time.Time { return base })
 			defer g.close()
 			err := g.admit(tc.runs, tc.loads...)
 			if (err == nil) != tc.ok || g.isStopped() == tc.ok {
@@ -51,7 +54,7 @@ func TestSearchGuardAdmit(t *testing.T) {
 	if err := none.admit(100, 8); err != nil || none.isStopped() {
 		t.Fatalf("no guard: admit %v, stopped %v", err, none.isStopped())
 	}
-	if g := newSearchGuard(context.Background(), time.Time{}, time.Second, 2, time.Now); g != nil {
+	if g := newSearchGuard(context.Background(), time.Time{}, time.Second, time.Second, 2, time.Now); g != nil {
 		t.Fatal("a zero deadline made a guard")
 	}
 }
@@ -61,7 +64,7 @@ func TestSearchGuardAdmit(t *testing.T) {
 func TestSearchGuardCheck(t *testing.T) {
 	failed := errors.New("deploy failed")
 	passed := func() *searchGuard {
-		return newSearchGuard(context.Background(), time.Now().Add(-time.Second), time.Second, 2, time.Now)
+		return newSearchGuard(context.Background(), time.Now().Add(-time.Second), time.Second, time.Second, 2, time.Now)
 	}
 	g := passed()
 	<-g.ctx.Done()
@@ -74,11 +77,11 @@ func TestSearchGuardCheck(t *testing.T) {
 	}
 	parent, cancel := context.WithCancel(context.Background())
 	cancel()
-	g = newSearchGuard(parent, time.Now().Add(time.Hour), time.Second, 2, time.Now)
+	g = newSearchGuard(parent, time.Now().Add(time.Hour), time.Second, time.Second, 2, time.Now)
 	if err := g.check(context.Canceled); !errors.Is(err, context.Canceled) || g.isStopped() {
 		t.Fatalf("the caller's cancellation: %v, stopped %v", err, g.isStopped())
 	}
-	g = newSearchGuard(context.Background(), time.Now().Add(time.Hour), time.Second, 2, time.Now)
+	g = newSearchGuard(context.Background(), time.Now().Add(time.Hour), time.Second, time.Second, 2, time.Now)
 	if err := g.check(failed); err != failed || g.isStopped() {
 		t.Fatalf("a run's own failure: %v, stopped %v", err, g.isStopped())
 	}
@@ -194,7 +197,7 @@ func TestCompleteByDeadline(t *testing.T) {
 				t.Fatal(err)
 			}
 			clock := &ticking{t: time.Now().Add(time.Hour), step: time.Second}
-			p.now, p.unit = clock.now, time.Second
+			p.now, p.one, p.batch = clock.now, time.Second, time.Second
 			got, err = p.CompleteBy(t.Context(), clock.t.Add(tc.partWay))
 			if err != nil {
 				t.Fatal(err)
