@@ -68,11 +68,14 @@ func (g *searchGuard) close() {
 }
 
 // admit reports (nil) whether runs runs at each of loads, side by side as the search runs
-// them, are expected to end before the deadline (a run's work grows with its load's
-// requests): one run, the run at load 1 alone times its load; several, the batch at load 1
+// them, may end before the deadline. Their expected wall time grows with their loads'
+// requests: one run, the run at load 1 alone times its load; several, the batch at load 1
 // times the largest load, or the loads' total over the runs side by side where that is
-// more. An upper bound: a run certain to fail stops early (settle.go). Where they are not,
-// or the search already stopped, the search stops and admit returns errSearchStopped.
+// more. That is an upper bound (a run certain to fail stops early, settle.go, and a run
+// just below a plan's limit simulates fewer requests than at load 1), so a step is started
+// while admitShare of it fits; one still running at the deadline is cancelled, so starting
+// it costs no time past the deadline. Where even that share does not fit, or the search
+// already stopped, the search stops and admit returns errSearchStopped.
 func (g *searchGuard) admit(runs int, loads ...float64) error {
 	if g == nil {
 		return nil
@@ -89,7 +92,7 @@ func (g *searchGuard) admit(runs int, loads ...float64) error {
 	if n > 1 {
 		est = time.Duration(math.Max(most, total/float64(min(g.width, n))) * float64(g.batch))
 	}
-	if g.now().Add(est).After(g.deadline) {
+	if g.now().Add(time.Duration(admitShare * float64(est))).After(g.deadline) {
 		g.stopped = true
 		return errSearchStopped
 	}
@@ -109,6 +112,12 @@ func (g *searchGuard) check(err error) error {
 	}
 	return err
 }
+
+// admitShare is the share of a step's expected wall time that must fit before the deadline
+// for it to start: on the PPipe regression cases under --time-limit 3s and 4s, admitting
+// only steps whose whole expectation fitted stopped searches with 0.3–0.5 s left that the
+// search before deadlines finished within the limit.
+const admitShare = 0.5
 
 // isStopped says whether the search has stopped early (false without a guard).
 func (g *searchGuard) isStopped() bool { return g != nil && g.stopped }

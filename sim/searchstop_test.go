@@ -15,11 +15,11 @@ import (
 	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
-// TestSearchGuardAdmit: a step is admitted while it is expected to end before the deadline:
-// one run, the run at load 1 alone (1 s here) times its load; several, the batch at load 1
-// side by side (2 s) times the largest load, or the loads' total over the runs side by side
-// (two) where that is more. Once a step is not admitted, the search has stopped and admits
-// nothing more. No guard admits all.
+// TestSearchGuardAdmit: a step is admitted while half of what it is expected to take fits
+// before the deadline: one run, the run at load 1 alone (1 s here) times its load; several,
+// the batch at load 1 side by side (2 s) times the largest load, or the loads' total over
+// the runs side by side (two) where that is more. Once a step is not admitted, the search
+// has stopped and admits nothing more. No guard admits all.
 func TestSearchGuardAdmit(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
@@ -29,12 +29,12 @@ func TestSearchGuardAdmit(t *testing.T) {
 		loads []float64
 		ok    bool
 	}{
-		{"one run at 2× fits 2.1 s", 2100 * time.Millisecond, 1, []float64{2}, true},
-		{"one run at 2× does not fit 1.9 s", 1900 * time.Millisecond, 1, []float64{2}, false},
-		{"two replications side by side at 1× fit 2.1 s", 2100 * time.Millisecond, 2, []float64{1}, true},
-		{"two replications do not fit 1.9 s", 1900 * time.Millisecond, 2, []float64{1}, false},
-		{"the grid below 1: its total over two, 4.1 s", 4200 * time.Millisecond, 1, predictBelow, true},
-		{"the grid below 1 does not fit 4 s", 4 * time.Second, 1, predictBelow, false},
+		{"one run at 2× (2 s): half fits 1.1 s", 1100 * time.Millisecond, 1, []float64{2}, true},
+		{"one run at 2× (2 s): half does not fit 0.9 s", 900 * time.Millisecond, 1, []float64{2}, false},
+		{"two replications side by side at 1× (2 s): half fits 1.1 s", 1100 * time.Millisecond, 2, []float64{1}, true},
+		{"two replications: half does not fit 0.9 s", 900 * time.Millisecond, 2, []float64{1}, false},
+		{"the grid below 1: its total over two (4.1 s), half fits 2.1 s", 2100 * time.Millisecond, 1, predictBelow, true},
+		{"the grid below 1: half does not fit 2 s", 2 * time.Second, 1, predictBelow, false},
 		{"a passed deadline", -time.Second, 1, []float64{0.25}, false},
 	}
 	for _, tc := range tests {
@@ -122,16 +122,16 @@ func TestCompleteByDeadline(t *testing.T) {
 		// search after its first step: above 1, the run at 2× (its replications do not
 		// fit); below, the grid.
 		// tried and headroom are what the search stopped part way tried and established:
-		// above 1, load 1 held (the run at 2× held once, unreplicated); below, the grid
-		// and the first bisection steps, the last load held (0.9125) not yet replicated.
+		// above 1, load 1 held (the run at 2× held once, unreplicated); below, the grid,
+		// 0.9 replicated and held, and the bisection toward 0.9125 not begun.
 		partWay  time.Duration
 		tried    []float64
 		headroom float64
 	}{
 		{"holds at its rates", PredictInput{Plan: plan, Dep: cfg.Dep, Policies: cfg.Policies, Policy: cfg.Policy.Policy},
-			3500 * time.Millisecond, []float64{1, 2}, 1},
+			2500 * time.Millisecond, []float64{1, 2}, 1},
 		{"misses at its rates", PredictInput{Plan: &formats.Plan{}, Dep: &over, Policies: testPolicies, Policy: "ppipe"},
-			6 * time.Second, []float64{0.25, 0.5, 0.7, 0.8, 0.9, 0.9125, 0.925, 0.95, 1}, 0.9},
+			3 * time.Second, []float64{0.25, 0.5, 0.7, 0.8, 0.9, 0.95, 1}, 0.9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in
