@@ -41,7 +41,10 @@
 // Verify accepts it and StatesCapacity names its models (a warning, and a plan check failure).
 //
 // Time (solve.go): Options.Reserve leaves the caller's prediction its time within
-// TimeLimit, and a HiGHS call past its deadline is stopped, keeping the incumbent.
+// TimeLimit, and a HiGHS call past its deadline is stopped, keeping the incumbent. The
+// reserve is an estimate; the prediction's headroom search, whose cost varies most between
+// plans, ends by the command's deadline itself (sim.Prediction.CompleteBy), and a plan whose
+// search stopped states the rate it established (ServedRPS).
 //
 // Units inside the formulation: latencies in µs (latency rows in ms for conditioning),
 // throughput in requests/s, GPU budget rows in twelfths of a GPU (12 = lcm of levels 1..4) so
