@@ -208,6 +208,12 @@ func BandsFor(r Regime, runs []ValidationRun) Bands {
 	return b
 }
 
+// robustIntervalFactor widens the normal prediction interval for estimating its centre and
+// scale by the median and the MAD, which scatter more than the mean and the standard
+// deviation over a dozen runs: without it the interval holds a new normal error 76% of the
+// time at 80% and 12 runs; with it, 80% (TestPredictionBandCalibrated, by simulation).
+const robustIntervalFactor = 1.12
+
 // predictionBand is the band a new run's real value falls in with probability cover, from
 // the held-out signed errors xs, percent: a normal prediction interval for one new
 // observation, m ± t(n−1)·σ·√(1 + 1/n), centred on the errors' median m (the step model's
@@ -230,7 +236,7 @@ func predictionBand(xs []float64, cover float64) Band {
 	}
 	sigma := madToSigma * quantile.Median(dev)
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(max(n-1, 1))}.Quantile((1 + cover) / 2)
-	h := t * sigma * math.Sqrt(1+1/float64(n))
+	h := robustIntervalFactor * t * sigma * math.Sqrt(1+1/float64(n))
 	return errorBand(m-h, m+h)
 }
 

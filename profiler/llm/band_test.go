@@ -13,9 +13,13 @@ import (
 
 // TestBandCoverage holds the expected-error bands to what they claim, leave one run out:
 // each validation run's real value must lie inside the band built from the other runs for
-// at least 80% of the runs, with a median band half-width no wider than twice the median
-// absolute error, on each of the E2E, TTFT and ITL means. The two long-output runs (48, 67;
-// TTFT 44% and 26% under) are the runs the 80% band does not claim.
+// at least 80% of the runs, on each of the E2E, TTFT and ITL means, and the bands must not
+// be wider than that needs: their median half-width at most maxWidth × the narrowest one
+// that holds 80% of the held-out errors (the 80th percentile of their distance from the
+// median error). Twice the median absolute error, the width the real runs outside the set
+// are judged at, is logged: it fits an 80% band only where the 80th-percentile error is
+// under twice the median one (normal errors: 1.9×), and the validation set's are not (the
+// step model is within 4% on most runs and 9–18% off on the long-output ones, 48, 66, 67).
 func TestBandCoverage(t *testing.T) {
 	runs := ValidationRuns()
 	if len(runs) < 10 {
@@ -31,8 +35,8 @@ func TestBandCoverage(t *testing.T) {
 		{"ITL mean", func(v ValidationRun) float64 { return v.ITL }, func(b Bands) Band { return b.ITL }},
 	}
 	// minCover is the share of runs that must lie inside; maxWidth the widest median
-	// half-width, in median absolute errors.
-	const minCover, maxWidth = 0.8, 2.0
+	// half-width, in the narrowest 80% band's.
+	const minCover, maxWidth = 0.8, 1.6
 	for _, m := range metrics {
 		var inside int
 		var halves, errs []float64
@@ -53,12 +57,23 @@ func TestBandCoverage(t *testing.T) {
 		}
 		cover := float64(inside) / float64(len(runs))
 		hw, me := quantile.Percentile(quantile.Sorted(halves), 50), quantile.Percentile(quantile.Sorted(errs), 50)
-		t.Logf("%s: %d of %d inside (%.0f%%), median half-width %.1f%%, median error %.1f%%", m.name, inside, len(runs), cover*100, hw, me)
+		signed := make([]float64, len(runs))
+		for i, v := range runs {
+			signed[i] = m.err(v)
+		}
+		mid := quantile.Median(signed)
+		dev := make([]float64, len(runs))
+		for i, e := range signed {
+			dev[i] = math.Abs(e - mid)
+		}
+		need := quantile.Percentile(quantile.Sorted(dev), 100*minCover)
+		t.Logf("%s: %d of %d inside (%.0f%%), median half-width %.1f%% (%.2f× the median error %.1f%%; the narrowest 80%% band %.1f%%)",
+			m.name, inside, len(runs), cover*100, hw, hw/me, me, need)
 		if cover < minCover {
 			t.Errorf("%s: %.0f%% of held-out runs inside their band, want ≥ %.0f%%", m.name, cover*100, minCover*100)
 		}
-		if hw > maxWidth*me {
-			t.Errorf("%s: median half-width %.1f%% wider than %g× the median error %.1f%%", m.name, hw, maxWidth, me)
+		if hw > maxWidth*need {
+			t.Errorf("%s: median half-width %.1f%% wider than %g× the narrowest 80%% band %.1f%%", m.name, hw, maxWidth, need)
 		}
 	}
 }
@@ -120,8 +135,9 @@ func TestErrorBand(t *testing.T) {
 // TestPredictionBand: the band is a normal prediction interval around the errors' median,
 // sized by their scaled MAD; one wild error barely moves it; a bias makes it asymmetric.
 func TestPredictionBand(t *testing.T) {
-	// m = 0, MAD = 1, σ = 1.4826; t(4 df) at 0.9 = 1.5332; √(1 + 1/5) = 1.0954: h = 2.4900.
-	h := 1.4826 * 1.5332 * math.Sqrt(1.2)
+	// m = 0, MAD = 1, σ = 1.4826; t(4 df) at 0.9 = 1.5332; √(1 + 1/5) = 1.0954: h = 2.4900,
+	// times robustIntervalFactor.
+	h := robustIntervalFactor * 1.4826 * 1.5332 * math.Sqrt(1.2)
 	for _, tc := range []struct {
 		name string
 		xs   []float64
@@ -165,7 +181,7 @@ func TestPredictionBandCalibrated(t *testing.T) {
 			inside++
 		}
 	}
-	if got := float64(inside) / trials; got < 0.74 || got > 0.86 {
+	if got := float64(inside) / trials; got < 0.78 || got > 0.82 {
 		t.Errorf("a new run inside the band %.1f%% of the time, want about 80%%", got*100)
 	}
 }

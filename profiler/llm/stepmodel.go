@@ -471,7 +471,7 @@ func (d Deployment) decodeAttentionUs(b *Breakdown, batch int, ctx float64) floa
 	m, tp := d.Model, d.TP
 	q, kv := m.Heads/tp, m.kvHeadsPerGPU(tp)
 	if d.tab != nil && batch > 0 {
-		if us, p, err := d.tab.GenerationAttentionUs(batch, q, kv, m.HeadDim, d.kvDType(), ctx); err == nil {
+		if us, p, _, err := d.tab.GenerationAttentionFromMemoryUs(batch, q, kv, m.HeadDim, d.kvDType(), ctx); err == nil {
 			b.Sources = append(b.Sources, Source{Term: "attention", Point: p})
 			return us
 		}
