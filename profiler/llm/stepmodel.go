@@ -545,6 +545,10 @@ func (d Deployment) TermsNote() []string {
 		}
 		out = append(out, note)
 	}
+	if d.tab != nil && d.Model.MLA == nil {
+		out = append(out, fmt.Sprintf("attention: decode points measured over a KV cache that fits the %d MiB L2 (the benchmark replays one layer over one cache) are read from memory, as a serving step reads them: the line through the first two measured contexts above the L2",
+			d.GPU.L2Bytes>>20))
+	}
 	return out
 }
 
