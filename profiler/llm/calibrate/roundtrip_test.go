@@ -91,7 +91,7 @@ func TestRoundTrip(t *testing.T) {
 		{"regenerated arrivals", false, 0.10, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			data := synthRun(t, truth, 300, 6, c.withStarts)
+			data := synthRun(t, truth, 600, 6, c.withStarts)
 			name := filepath.Join(t.TempDir(), "bench.json")
 			b, err := calibrate.ReadBenchResult(name, data, calibrate.ReadOptions{MaxModelLen: 131072, Seed: 1})
 			if err != nil {
