@@ -5,11 +5,13 @@
 //
 // The search follows the spec's §4 methods: candidates are enumerated per model (Enumerate:
 // the profiles given, plus roofline-derived profiles, labelled estimated, for every GPU type
-// of the cluster the user gave no profile for); each candidate's capacity is found by
-// bisection on the Poisson arrival rate of one instance (Vidur-Search and DistServe's
-// search_binary.py), the engine simulator (dataplane/llm's Replay) judging each probe on
-// requests drawn from the classes' full token-length distributions, at the classes' SLO
-// percentiles (§6: the share of requests meeting each SLO must reach its percentile); the
+// of the cluster the user gave no profile for); each candidate's capacity is found by the
+// capacity judge the QLM planner asks too (planner/llmcap: bisection on the Poisson arrival
+// rate of one instance, as Vidur-Search and DistServe's search_binary.py, over one window
+// and precision), the engine (dataplane/llm's Replay, the engine the simulator runs) serving
+// each probe's requests drawn from the classes' full token-length distributions, judged at
+// the classes' SLO percentiles (§6: the share of requests meeting each SLO must reach its
+// percentile); the
 // candidates are simulated in parallel by a worker pool whose result does not depend on the
 // number of workers; then the existing fleet MILP (planner/fleet, Mélange's ILP, §4) picks
 // the cheapest mix of candidates within the cluster's available GPUs.
