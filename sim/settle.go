@@ -24,6 +24,11 @@ import (
 // arrivals are known before the run starts (settleCounts draws them from sources seeded as
 // the run's own). A load that holds is never stopped, so its metrics are the full run's,
 // and a stopped run's Point says so (workload.Point.Stopped): it passes no test.
+//
+// A capacity probe (PoissonProbe) asks less: whether every application holds, its verdict
+// failing with any one that does not. Its watch (first) stops the run at the first
+// application certain to fail its judge, by the same limits; a probe that holds is never
+// stopped either.
 
 // settleWatch follows one run's misses per application against the limits its judge sets.
 type settleWatch struct {
@@ -32,6 +37,9 @@ type settleWatch struct {
 	// one is certain to miss MaxLoadTarget.
 	open    int
 	below99 bool
+	// first: the first application certain to fail stops the run (a capacity probe's
+	// verdict), not every one together with MaxLoadTarget's miss (a prediction's search).
+	first bool
 }
 
 // appSettle is one application's limits: the misses at which a check is certain to fail,
@@ -51,9 +59,10 @@ type appSettle struct {
 // never is a limit no count reaches (what workload.MissLimit returns when none fails).
 const never = math.MaxInt64
 
-// newSettleWatch sets the limits of a run that will count n[i] requests of application i.
-func newSettleWatch(j judge, n []int64) *settleWatch {
-	w := &settleWatch{apps: make([]appSettle, len(n))}
+// newSettleWatch sets the limits of a run that will count n[i] requests of application i,
+// stopping it at the first application certain to fail (first) or once all are (settleWatch).
+func newSettleWatch(j judge, n []int64, first bool) *settleWatch {
+	w := &settleWatch{apps: make([]appSettle, len(n)), first: first}
 	probe := Point{Metrics: Metrics{Apps: make([]AppMetrics, len(n))}}
 	// fails is whether the judge fails application i on metrics m.
 	fails := func(i int, m AppMetrics) bool {
@@ -111,9 +120,29 @@ func (w *settleWatch) finished(i dataplane.AppID, c *appCol) bool {
 		}
 		if a.failed {
 			w.open--
+			if w.first {
+				return true
+			}
 		}
 	}
 	return w.open == 0 && w.below99
+}
+
+// settleJudge is the judge a run at load stops by once certain to fail (nil: it runs whole)
+// and whether the first application certain to fail stops it (a capacity probe, cfg.probe)
+// rather than all of them (a prediction's loads but 1, cfg.settle). A replay's or a run
+// recording its requests runs whole: their counts are not drawn ahead (settleCounts), and
+// a record must be complete.
+func (cfg *SweepConfig) settleJudge(load float64) (j *judge, first bool) {
+	switch {
+	case cfg.Replay != nil || cfg.RecordRequests:
+		return nil, false
+	case cfg.probe != nil:
+		return cfg.probe, true
+	case cfg.settle != nil && load != 1:
+		return cfg.settle, false
+	}
+	return nil, false
 }
 
 // check confirms, at the end of a run it did not stop, that the run counted the requests

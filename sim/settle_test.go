@@ -46,7 +46,7 @@ func TestSettleWatchAtTheBoundary(t *testing.T) {
 	if want := []float64{MaxLoadTarget, 0.9, MaxLoadTarget, 0.8}; !reflect.DeepEqual(j.targets, want) {
 		t.Fatalf("targets %v, want %v", j.targets, want)
 	}
-	w := newSettleWatch(j, []int64{100, 10, 0, 10})
+	w := newSettleWatch(j, []int64{100, 10, 0, 10}, false)
 	// a: 99% of 100, two misses; b: 90% of 10, two misses; chat: E2E at 80% of 10, three misses,
 	// TTFT at 50%, six; TPOT checked only where the class sets a limit.
 	want := []appSettle{

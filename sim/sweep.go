@@ -64,6 +64,9 @@ type SweepConfig struct {
 	// settle, when set (a prediction's sweeps), stops the run of every load but 1, whose
 	// metrics the prediction reports, once it is certain to fail this judge (settle.go).
 	settle *judge
+	// probe, when set (a capacity probe, PoissonProbe), stops the run of every load once
+	// any application is certain to fail this judge (settle.go).
+	probe *judge
 	// search, when set (a prediction's search under a deadline, searchstop.go), admits each
 	// load the limit search adds.
 	search *searchGuard
@@ -110,12 +113,12 @@ func RunPoint(cfg *SweepConfig, load float64) (*Point, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.settle != nil && load != 1 && cfg.Replay == nil && !cfg.RecordRequests {
+	if j, first := cfg.settleJudge(load); j != nil {
 		n, err := settleCounts(cfg, load)
 		if err != nil {
 			return nil, err
 		}
-		s.opts.settle = newSettleWatch(*cfg.settle, n)
+		s.opts.settle = newSettleWatch(*j, n, first)
 	}
 	var recs []RequestRecord
 	if cfg.RecordRequests {
@@ -372,6 +375,15 @@ func ParseLoadRange(s string) ([]float64, error) {
 // --load 1` point. Planners that size by simulation are handed this function by the registry
 // (planner and sim never import each other, DESIGN.md).
 func PoissonPoint(dep *rt.Deployment, policies *rt.Registry, pol string, classes []llmspec.LLMClass, dur, warmup rt.Time, seed uint64) (*Point, error) {
+	cfg, err := poissonConfig(dep, policies, pol, classes, dur, warmup, seed)
+	if err != nil {
+		return nil, err
+	}
+	return RunPoint(cfg, 1)
+}
+
+// poissonConfig is the sweep of PoissonPoint's one point (PoissonProbe's too).
+func poissonConfig(dep *rt.Deployment, policies *rt.Registry, pol string, classes []llmspec.LLMClass, dur, warmup rt.Time, seed uint64) (*SweepConfig, error) {
 	spec, err := ParseArrival("poisson")
 	if err != nil {
 		return nil, err
@@ -384,5 +396,5 @@ func PoissonPoint(dep *rt.Deployment, policies *rt.Registry, pol string, classes
 	if classes != nil {
 		cfg.LLM = LLMClassesOf(dep, classes)
 	}
-	return RunPoint(cfg, 1)
+	return cfg, nil
 }

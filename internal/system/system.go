@@ -56,6 +56,10 @@ type Handle struct {
 	// warm-up), with LLM classes classes (nil for other systems): one `plan simulate --load
 	// 1` point (sim.PoissonPoint).
 	Point func(dep *dataplane.Deployment, policies *dataplane.Registry, pol string, classes []llmspec.LLMClass, dur, warmup dataplane.Time, seed uint64) (*workload.Point, error)
+	// Probe is Point for a capacity probe: the run stops once an application is certain to
+	// miss its targets (workload.Point.Stopped), so a probe past capacity costs less and
+	// every verdict is Point's (sim.PoissonProbe). nil: the capacity probes run Point.
+	Probe func(dep *dataplane.Deployment, policies *dataplane.Registry, pol string, classes []llmspec.LLMClass, dur, warmup dataplane.Time, seed uint64) (*workload.Point, error)
 	// Predict is `plan solve`'s prediction of plan p, deployed as dep under policy (of
 	// policies), at its embedded workload's rates: whether it meets its SLOs (sim.Predict,
 	// RatesOnly).

@@ -44,7 +44,7 @@ func InTree() []system.Factory {
 // plans by simulation (QLM, DyOrc) get the simulator here, the one place planner and
 // simulator meet (DESIGN.md's layering), never through package state.
 func InTreeHandle() system.Handle {
-	return system.Handle{Point: sim.PoissonPoint, Predict: dyorcsim.PredictAtRates}
+	return system.Handle{Point: sim.PoissonPoint, Probe: sim.PoissonProbe, Predict: dyorcsim.PredictAtRates}
 }
 
 // Build constructs each factory's system with h, in the order given.

@@ -61,6 +61,18 @@ type Options struct {
 	// Sim is the simulator the solve sizes instances and checks its plan with (required:
 	// nil fails the solve with ErrNoSimulator).
 	Sim PointSimulator
+	// Probe, when set, runs the instances' capacity probes in Sim's place: Sim's point
+	// stopped once a class is certain to miss (sim.PoissonProbe), the same verdicts sooner
+	// (InstanceRateUnder). nil: Sim.
+	Probe PointSimulator
+}
+
+// probe is the simulator the capacity probes run: Probe, else Sim.
+func (o Options) probe() PointSimulator {
+	if o.Probe != nil {
+		return o.Probe
+	}
+	return o.Sim
 }
 
 // Strategies are the planner's placement algorithms.
@@ -152,7 +164,7 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 	if o.Status != nil {
 		o.Status("finding what one instance of each model serves within its classes' SLOs (simulated)")
 	}
-	load, models, chosen, tp, probs := classLoads(o.Sim, in, w, slots)
+	load, models, chosen, tp, probs := classLoads(o.probe(), in, w, slots)
 	if len(probs) > 0 {
 		return nil, &planner.InputError{Problems: probs}
 	}

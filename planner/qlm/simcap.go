@@ -251,7 +251,10 @@ func InstanceRate(sim PointSimulator, pr *formats.LLMProfile, w *formats.Workloa
 // too, its window, warm-up, starting bracket, verdict and precision) of one instance of pr
 // serving model's classes of w at their mix under policy pol (one of QLM's policies,
 // admission at the door off), each probe the simulator's point (sim) bounded to the judge's
-// window (llmcap.Span). Cached per (model, GPU, tensor-parallel GPUs, policy, class mix).
+// window (llmcap.Span). sim may stop a probe once a class is certain to miss (sim.PoissonProbe,
+// workload.Point.Stopped): the probe fails, and as a class certain to miss fails on the
+// metrics so far, the judge reads the same verdict as from the whole window. Cached per
+// (model, GPU, tensor-parallel GPUs, policy, class mix).
 func InstanceRateUnder(sim PointSimulator, pol string, pr *formats.LLMProfile, w *formats.Workload, model string) (float64, error) {
 	if sim == nil {
 		return 0, ErrNoSimulator
@@ -264,19 +267,7 @@ func InstanceRateUnder(sim PointSimulator, pol string, pr *formats.LLMProfile, w
 	if ok {
 		return r, nil
 	}
-	one := []*formats.Profile{{LLMs: []formats.LLMProfile{*pr}}}
-	inst := []qlmsec.QLMInstance{{Name: "llm-0", GPU: pr.GPU, GPUCount: max(pr.GPUCount, 1), Model: model}}
-	probe := func(rate float64, n int, seed uint64) ([]workload.AppMetrics, error) {
-		dur, warmup, ok := llmcap.Span(classes, rate, n, seed)
-		if !ok {
-			return nil, fmt.Errorf("qlm: model %s: its classes draw no %d requests at %g req/s", model, n+1, rate)
-		}
-		pt, err := run(sim, pol, one, llmcap.AtRate(classes, rate), inst, nil, dur, warmup, seed)
-		if err != nil {
-			return nil, err
-		}
-		return pt.Apps, nil
-	}
+	probe := instanceProbe(sim, pol, pr, classes, model)
 	res, err := llmcap.Capacity(classes, llmcap.Start(pr.ThroughputTokensPerS, classes), 0, 0, probe)
 	if err != nil {
 		return 0, err
@@ -285,6 +276,30 @@ func InstanceRateUnder(sim PointSimulator, pol string, pr *formats.LLMProfile, w
 	capCache[key] = res.Rate
 	capMu.Unlock()
 	return res.Rate, nil
+}
+
+// instanceProbe is InstanceRateUnder's probe: the simulator's point (sim) of one instance of
+// pr under policy pol serving classes (model's, rate_rps their mix) at a total rate, over
+// the judge's window of n requests drawn with seed (llmcap.Span).
+func instanceProbe(sim PointSimulator, pol string, pr *formats.LLMProfile, classes []llmspec.LLMClass, model string) llmcap.Probe {
+	one := []*formats.Profile{{LLMs: []formats.LLMProfile{*pr}}}
+	inst := []qlmsec.QLMInstance{{Name: "llm-0", GPU: pr.GPU, GPUCount: max(pr.GPUCount, 1), Model: model}}
+	return func(rate float64, n int, seed uint64) ([]workload.AppMetrics, error) {
+		dur, warmup, ok := llmcap.Span(classes, rate, n, seed)
+		if !ok {
+			return nil, fmt.Errorf("qlm: model %s: its classes draw no %d requests at %g req/s", model, n+1, rate)
+		}
+		pt, err := run(sim, pol, one, llmcap.AtRate(classes, rate), inst, nil, dur, warmup, seed)
+		if err != nil {
+			return nil, err
+		}
+		if pt.Stopped && llmcap.Met(classes, pt.Apps) {
+			// A stop is a certain failure: metrics that meet would make the verdict the
+			// stop's accident, not the window's.
+			return nil, fmt.Errorf("qlm: model %s: the probe at %g req/s stopped certain to miss, yet its metrics meet every SLO", model, rate)
+		}
+		return pt.Apps, nil
+	}
 }
 
 // RateRPSZero reports whether the class had no requests (a class at rate 0 attains trivially).

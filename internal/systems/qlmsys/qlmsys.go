@@ -33,13 +33,17 @@ import (
 // New returns the QLM system (system.Factory), its planner and checker sizing with the
 // handle's simulator (system.Handle.Point, sim.PoissonPoint in the registry): the planner
 // sizes instances and checks its plans by simulation (planner/qlm's simcap.go). Required: a
-// planner built without it fails its solves (pq.ErrNoSimulator). It implements every
+// planner built without it fails its solves (pq.ErrNoSimulator). The instances' capacity
+// probes run the handle's Probe where it gives one (sim.PoissonProbe: Point stopped once a
+// class is certain to miss, the same verdicts sooner). It implements every
 // extension point but ONNXCutting (each instance runs a whole model).
-func New(h system.Handle) system.Plugin { return qlmSystem{sim: h.Point} }
+func New(h system.Handle) system.Plugin { return qlmSystem{sim: h.Point, probe: h.Probe} }
 
 type qlmSystem struct {
 	// sim is the simulator every solve, re-solve and capacity probe runs (Handle.Point).
 	sim pq.PointSimulator
+	// probe is the capacity probes' simulator (Handle.Probe; nil: sim).
+	probe pq.PointSimulator
 }
 
 func (qlmSystem) Name() string { return "qlm" }
@@ -58,7 +62,9 @@ func (qlmSystem) DefaultWorkload() bool { return false }
 
 func (qlmSystem) Strategies() []string { return pq.Strategies }
 
-func (s qlmSystem) NewPlanner() planner.Planner { return &Planner{f: pq.DefaultFlags(), sim: s.sim} }
+func (s qlmSystem) NewPlanner() planner.Planner {
+	return &Planner{f: pq.DefaultFlags(), sim: s.sim, probe: s.probe}
+}
 
 func (qlmSystem) Render(p *formats.Plan) []planner.Table { return Render(p) }
 
@@ -71,7 +77,7 @@ func (qlmSystem) Policies() []dataplane.PolicySpec { return dq.Policies() }
 
 func (qlmSystem) Sample(r *rand.Rand) *dataplane.Deployment { return dq.Sample(r) }
 
-func (s qlmSystem) Checker() planner.Checker { return Checker{Sim: s.sim} }
+func (s qlmSystem) Checker() planner.Checker { return Checker{Sim: s.sim, Probe: s.probe} }
 
 // Capacity: the autopilot sizes QLM plans by what their instances serve (planner/qlm
 // capacity.go), not by the workload's rates the plan states.
@@ -95,6 +101,8 @@ type Planner struct {
 	f pq.Flags
 	// sim is the simulator the solve sizes with (system.Handle.Point).
 	sim pq.PointSimulator
+	// probe is the capacity probes' simulator (system.Handle.Probe; nil: sim).
+	probe pq.PointSimulator
 	// report is the last solve's tables (Report).
 	report []planner.Table
 }
@@ -139,7 +147,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 			plan.Provenance.SolveMs = 0
 		}
 	} else {
-		plan, err = pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy, MinGPUs: o.f.MinGPUs}, ToolVersion: s.ToolVersion, AcceptMiss: s.AcceptMiss, Status: s.Status, Sim: o.sim})
+		plan, err = pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy, MinGPUs: o.f.MinGPUs}, ToolVersion: s.ToolVersion, AcceptMiss: s.AcceptMiss, Status: s.Status, Sim: o.sim, Probe: o.probe})
 	}
 	o.report = nil
 	if plan != nil {
@@ -177,6 +185,8 @@ func Render(p *formats.Plan) []planner.Table {
 // a solve).
 type Checker struct {
 	Sim pq.PointSimulator
+	// Probe is the capacity probes' simulator (system.Handle.Probe; nil: Sim).
+	Probe pq.PointSimulator
 }
 
 // Verify implements planner.Checker.
@@ -221,7 +231,7 @@ func (c Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Du
 		}
 		return re, err
 	}
-	return pq.Solve(in, pq.Options{Flags: rec, Sim: c.Sim})
+	return pq.Solve(in, pq.Options{Flags: rec, Sim: c.Sim, Probe: c.Probe})
 }
 
 // search is the deployment search (planner/llmdeploy) as a QLM plan, recording rec as the
