@@ -3,9 +3,11 @@ package qlmsys
 import (
 	"context"
 	"errors"
+	"maps"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
@@ -67,5 +69,37 @@ func TestPlannerUsesHandle(t *testing.T) {
 				t.Errorf("re-solve without a simulator: err = %v, want pq.ErrNoSimulator", err)
 			}
 		})
+	}
+}
+
+// TestCapacityProbesUseHandleProbe: where the handle gives a Probe (sim.PoissonProbe in the
+// registry), the placement solve runs its instances' capacity probes on it, some of them
+// stopped past capacity, and verifies its plan on Point.
+func TestCapacityProbesUseHandleProbe(t *testing.T) {
+	var points, probes, stopped atomic.Int64
+	point := func(dep *dataplane.Deployment, policies *dataplane.Registry, pol string, classes []llmspec.LLMClass, dur, warmup dataplane.Time, seed uint64) (*workload.Point, error) {
+		points.Add(1)
+		return sim.PoissonPoint(dep, policies, pol, classes, dur, warmup, seed)
+	}
+	probe := func(dep *dataplane.Deployment, policies *dataplane.Registry, pol string, classes []llmspec.LLMClass, dur, warmup dataplane.Time, seed uint64) (*workload.Point, error) {
+		probes.Add(1)
+		p, err := sim.PoissonProbe(dep, policies, pol, classes, dur, warmup, seed)
+		if err == nil && p.Stopped {
+			stopped.Add(1)
+		}
+		return p, err
+	}
+	in := ragInputs(t)
+	// A mix of its own (an SLO no other test sizes for): planner/qlm caches each mix's rate.
+	w := *in.Workload
+	w.Sections = maps.Clone(w.Sections) // a copy: the fixture's own sections unchanged
+	cls := append([]llmspec.LLMClass(nil), llmspec.ClassesOf(&w)...)
+	cls[0].SLO = formats.Duration(2100 * time.Millisecond)
+	in.Workload = llmspec.SetClasses(&w, cls)
+	if _, err := New(system.Handle{Point: point, Probe: probe}).(qlmSystem).NewPlanner().Solve(context.Background(), in, planner.Settings{Deterministic: true}); err != nil {
+		t.Fatal(err)
+	}
+	if probes.Load() == 0 || stopped.Load() == 0 || points.Load() == 0 {
+		t.Errorf("probes %d (%d stopped), points %d: want the capacity probes on Probe, some stopped, and the plan's check on Point", probes.Load(), stopped.Load(), points.Load())
 	}
 }
