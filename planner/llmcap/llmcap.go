@@ -52,7 +52,11 @@ const (
 // Probe runs the classes' Poisson point at a total rate (req/s; each class at its share,
 // ClassRates) over the window of n requests drawn with seed (Draw, Span) and returns each
 // class's metrics in class order, as the simulator counts them (workload.AppMetrics: requests
-// judged, answered, and those past each SLO).
+// judged, answered, and those past each SLO). A probe may stop its window early once a class
+// has missed on more of its judged requests than a percentile allows (sim.PoissonProbe,
+// planner/llmdeploy's replay): the verdict is then certain, and Met fails on the metrics so
+// far as on the whole window's (the same misses over fewer requests). A probe that meets must
+// not stop, so its metrics are the whole window's.
 type Probe func(rate float64, n int, seed uint64) ([]workload.AppMetrics, error)
 
 // Result is a capacity: Rate, the highest rate that met, rounded to 10⁻⁴ req/s (0: not even
