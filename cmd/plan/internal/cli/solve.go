@@ -53,17 +53,20 @@ if given, else its workload slo, else 5 × its batch-1 whole-model latency on L4
 Each planner takes the flags of every planner and its own (listed below per system, with that
 system's defaults); a flag the workload's planner does not take is an error (exit 2). The plan
 records the options it was solved with (provenance.options), which plan check --resolve
-re-uses. When the time limit is reached the best plan found so far is written together with
-its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible SLO; so does
-a plan that would miss its target on the GPUs given (an accuracy or latency SLO, a model's
+re-uses. --time-limit counts from the command's start and bounds the whole command: the
+solve, the plan's prediction and, on a failure, its explanation. When the time limit is
+reached the best plan found so far is written together with its proven gap; a prediction
+whose load search the limit cut short says so (prediction.headroom_search) and states what it
+established as lower bounds. An SLO no plan can meet exits 2 and names the smallest feasible
+SLO; so does a plan that would miss its target on the GPUs given (an accuracy or latency SLO, a model's
 rate_rps, a load the cluster cannot carry), naming the best attainable value and what would
 reach the target. Such a failure (and a plan that misses in simulation, below) is explained
 after the error: the closest plan and how far each target is from being met, the smallest
 factor on every SLO and on every stated rate at which the solve succeeds, and the GPUs of each
 type to add (within available, priced) that make the targets as given feasible, or "none
 would". Each is found by solving again, bisected to 2% and checked (the solve succeeds at it
-and fails at 95% of it; one GPU fewer fails), within --time-limit and 48 solves; with -O json
-it is a report on stdout. Profiles are planned on their measured latencies: a point more than 25%
+and fails at 95% of it; one GPU fewer fails), in what is left of --time-limit and 48 solves;
+with -O json it is a report on stdout. Profiles are planned on their measured latencies: a point more than 25%
 out of monotone order with its neighbours (a dip below the batch before it, a spike above the
 batch after it) is an outlier, named on stderr (file, model, GPU, batch, measured → used) and
 planned on at its neighbours' curve; the plan keeps the measured value beside it (raw_block_us,
