@@ -38,7 +38,7 @@ ORT_LIB   := third_party/onnxruntime/libonnxruntime.so
 # Outside a git checkout both are empty and plan reports the module's build info ("(devel)").
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
-VERSION_PKG := github.com/plan-dev/plan/internal/buildinfo
+VERSION_PKG := github.com/plan-dev/plan/internal/base/buildinfo
 LDFLAGS   := -X $(VERSION_PKG).stampVersion=$(VERSION) -X $(VERSION_PKG).stampCommit=$(COMMIT)
 WASM      := third_party/highs/highs.wasm
 EMBED     := solver/internal/highs/embed/highs.wasm
@@ -147,7 +147,7 @@ install: build
 	  echo "installed $(DESTDIR)$(PREFIX)/bin/plan (no $(ORT_LIB): the onnx profiler backend needs PLAN_ORT_LIB)"; \
 	fi
 
-# The README's first command. internal/readme runs scripts/demo.sh for it (after its own build).
+# The README's first command. internal/base/readme runs scripts/demo.sh for it (after its own build).
 demo: build
 	./scripts/demo.sh bin/plan
 
@@ -197,7 +197,7 @@ test:
 	@$(PHASE) --summary
 
 # Everything `make test` runs, with every package under -race, the heavy end-to-end test cases
-# (PLAN_TEST_FULL=1, internal/testmode: each has a fast representative in `make test`),
+# (PLAN_TEST_FULL=1, internal/base/testmode: each has a fast representative in `make test`),
 # agreement runs of a minute per load point and longer fuzzing, for a machine with time.
 test-full:
 	PLAN_TEST_FULL=1 $(MAKE) --no-print-directory UNIT_GROUP=full AGREEMENT_DURATION=60s OPENAI_AGREEMENT_DURATION=60s FUZZTIME=30s FUZZ_MAX_DEPS= test

@@ -1,7 +1,7 @@
 // Package bench holds what the `plan bench NAME` subcommands share: reports (bench.json),
 // usage errors, progress and selection helpers. Each system's paper evaluation lives in its
 // own package under bench/ (ppipebench, pardbench, ...) and implements benchapi.Bench; the
-// system registry (internal/systems) lists them and the CLI turns each into a subcommand.
+// system registry (internal/registry/systems) lists them and the CLI turns each into a subcommand.
 // Benches import planners and the simulator; nothing but cmd and the registry's per-system
 // packages imports a bench, so planner and sim never import each other.
 package bench
@@ -16,7 +16,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/benchapi"
+	"github.com/plan-dev/plan/internal/onformats/benchapi"
 )
 
 // Reread is ReadReport (benchapi.ReportReader) for a bench.json of type T: strict decoding (formats.StrictUnmarshal),

@@ -55,7 +55,7 @@
 // Kubernetes-scheduler-framework style: one small interface per extension point — Policy for
 // batching, dispatch and dropping, Ticker for periodic control loops, Order for queue
 // ordering (fifo, edf), Door for admission at the door — and a Registry of policies by name
-// built explicitly from the systems' lists (internal/systems), never from init(). Each system
+// built explicitly from the systems' lists (internal/registry/systems), never from init(). Each system
 // lives in a sub-package (ppipe, pard, ...) with its policies, its deployer (plan section →
 // Deployment, whose Kind names the section) and a Sample deployment generator for the
 // conformance harness; Registry.New refuses a policy that does not serve the deployment's
@@ -92,5 +92,5 @@
 // per-request state (tables indexed or keyed by ReqID) implements Forgetter, and Compact
 // calls Forget(id) for each retired request in increasing ID order, so the policy's memory,
 // like the engine's, depends on what is in flight and not on how many requests have passed
-// (internal/conformance's BenchmarkForget measures it per policy).
+// (internal/registry/conformance's BenchmarkForget measures it per policy).
 package dataplane

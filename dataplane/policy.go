@@ -175,7 +175,7 @@ type Registration struct {
 }
 
 // Registry maps policy names to factories. It is a plain value built explicitly from the
-// systems' policy lists (internal/systems builds the in-tree one, kube-scheduler style), so
+// systems' policy lists (internal/registry/systems builds the in-tree one, kube-scheduler style), so
 // nothing registers itself from init and tests build registries of exactly what they need.
 type Registry struct {
 	specs map[string]PolicySpec

@@ -4,7 +4,7 @@
 //
 // Targets are plug-ins (target.go): a system supplies its plan as a layout (Layout), and every
 // registered target that renders it becomes one of the system's Exporters, which it registers
-// in its registry entry (internal/system.Exporting); an exporter returns an in-memory
+// in its registry entry (internal/registry/system.Exporting); an exporter returns an in-memory
 // file set. `plan export` looks the plan's system up, validates the files against the
 // targets' schemas (Registry.Validate) and writes them atomically (Write). Every exporter records, on each exported unit, the plan
 // placement it came from (Placement) so that ReadBack recovers placements and batch sizes

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/plan-dev/plan/internal/gpucat"
+	"github.com/plan-dev/plan/internal/base/gpucat"
 )
 
 // How each target selects a GPU type on a real cluster (ecosystem.md §7).
@@ -22,7 +22,7 @@ import (
 // `\w+\s+([A-Z0-9]+)`: "Tesla V100-SXM2-16GB" → V100; ray/util/accelerators lists the
 // constants). Custom resources ({L4: 1}) exist only on nodes started with --resources.
 //
-// Both derive from the GPU catalogue (internal/gpucat): each type's NVML product name, of
+// Both derive from the GPU catalogue (internal/base/gpucat): each type's NVML product name, of
 // the variant its specs describe (P4, T4, L4, A10, L40S PCIe cards; V100 SXM2 16 GB; A100
 // SXM4 80 GB; H100 SXM5 80 GB HBM3; H200 SXM 141 GB; B200 180 GB), and the product names of
 // the types it knows by name only (PARD's 2080 Ti, DyOrc's A800). Clusters differ (PCIe vs

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/plan-dev/plan/internal/gpucat"
+	"github.com/plan-dev/plan/internal/base/gpucat"
 )
 
 // DefaultCurrency is the currency of DefaultPriceRows and of a cluster file that names none.
@@ -29,7 +29,7 @@ type PriceRow struct {
 }
 
 // DefaultPriceRows are the public on-demand list prices of the GPU catalogue
-// (internal/gpucat), in its order, one basis (PriceBasisGPU: USD per GPU-hour, whole VMs
+// (internal/base/gpucat), in its order, one basis (PriceBasisGPU: USD per GPU-hour, whole VMs
 // divided by their GPUs), each with its source and date: the price a cost objective uses for
 // a GPU type whose cluster entry gives no price_per_hour. They are list prices; reserved,
 // committed or spot capacity costs less (write price_per_hour and spot_price_per_hour from a

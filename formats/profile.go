@@ -4,7 +4,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/plan-dev/plan/internal/gpucat"
+	"github.com/plan-dev/plan/internal/base/gpucat"
 )
 
 // Profile holds measured or estimated latencies of one or more models (DNNs split into

@@ -18,7 +18,7 @@ import (
 //	j := jobs.In(w.Sections) // *Jobs, nil when the workload has none
 type SectionOf[T any] struct {
 	// Name is the section's key in the file, Sys the system that registers it ("" for
-	// the registry's shared vocabulary, internal/systems.Vocabulary).
+	// the registry's shared vocabulary, internal/registry/systems.Vocabulary).
 	Name, Sys string
 	// Check returns the problems of a decoded value beyond its type's structure, with paths
 	// from the document's root (starting with Name); nil: none.

@@ -224,7 +224,7 @@ func Validate(doc Document, secs *SectionSet) ErrorList {
 // ErrNoSections marks a plan or workload read or validated without the registered
 // systems' sections (a nil SectionSet): its systems' own rules could not run, so formats
 // refuses instead of passing it structurally. Callers hand the system registry's set
-// (internal/systems Registry.Sections; formats/sections/intree in tests below the registry).
+// (internal/registry/systems Registry.Sections; formats/sections/intree in tests below the registry).
 var ErrNoSections = errors.New("a plan or workload needs the registered systems' sections")
 
 // sectioned reports whether documents of kind carry systems' sections.

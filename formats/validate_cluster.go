@@ -8,10 +8,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/plan-dev/plan/internal/gpucat"
+	"github.com/plan-dev/plan/internal/base/gpucat"
 )
 
-// KnownGPUMemory is the memory of one GPU of a type the GPU catalogue (internal/gpucat)
+// KnownGPUMemory is the memory of one GPU of a type the GPU catalogue (internal/base/gpucat)
 // has specifications for, 0 for any other type: clusters may name other types, but then
 // must give memory_bytes.
 func KnownGPUMemory(gpu string) int64 {

@@ -84,7 +84,7 @@ type Planner interface {
 	// Options is a pointer to the planner's own settings, one typed struct at its
 	// documented defaults (the planner package's Flags, which the plan records in
 	// provenance.options). Code sets its fields; `plan solve` binds every field with a
-	// `flag` tag to a command-line flag (internal/optflag), and a config file sets those
+	// `flag` tag to a command-line flag (internal/base/optflag), and a config file sets those
 	// flags, so the three fill it the same way.
 	Options() any
 	// Solve plans. Errors wrap ErrInput or ErrInfeasible for bad input (exit 2), ErrNoSolution

@@ -54,7 +54,7 @@ func ClusterGrid(c *formats.Cluster) ([]string, map[string][]roofline.Point, err
 
 // DemoProfile is the analytic profile of the zoo's demo CNN on the GPU types of cluster c,
 // over PPipe's grid at the cluster's slice levels: what `plan profile` writes with no model
-// and what internal/demo embeds.
+// and what internal/onformats/demo embeds.
 func DemoProfile(c *formats.Cluster) (*formats.Profile, error) {
 	g, err := zoo.Build("demo")
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/demo"
+	"github.com/plan-dev/plan/internal/onformats/demo"
 	"github.com/plan-dev/plan/profiler/roofline"
 )
 

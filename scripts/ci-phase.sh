@@ -59,7 +59,7 @@ summary() {
   done
   if [ -s "$dir/test-times.tsv" ]; then
     # Each top-level test's own time (scripts/gotest-filter.py --times): where a package's
-    # minutes go, and the candidates for make test-full's heavy cases (internal/testmode).
+    # minutes go, and the candidates for make test-full's heavy cases (internal/base/testmode).
     echo "== the ten slowest tests =="
     sort -t$'\t' -k1,1 -rn "$dir/test-times.tsv" | head -10 | while IFS=$'\t' read -r secs g pkg test; do
       printf '%8.1fs  %-12s %s %s\n' "$secs" "$g" "${pkg#github.com/plan-dev/plan/}" "$test"

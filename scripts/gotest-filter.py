@@ -4,7 +4,7 @@ ok/FAIL/no-test-files line, the whole output of every failed test and failed pac
 errors, panics, timeouts), and any line that is not a test event. It also counts the tests
 (top-level tests and subtests, as `go test -v` lists them) by outcome, so that a CI run says
 how many tests passed and skipped, and how many of the skips are the heavy cases that run
-only under `make test-full` (internal/testmode).
+only under `make test-full` (internal/base/testmode).
 
   go test -json ./... | scripts/gotest-filter.py [--counts FILE] [--group NAME]
 

@@ -31,7 +31,7 @@ mod=github.com/plan-dev/plan
 # internal/layering's TestRaceGroupCoversConcurrency, which reads this line), the longest under
 # -race first: go test starts them in this order, and the two planners, listed last, ran alone
 # at the group's end (66 and 50 s under -race; the warm group 197 -> 185 s in this order).
-RACE_PKGS="./planner/llmdeploy ./planner/autopilot ./sim ./serve/... ./bench/ppipebench ./formats ./internal/run/serve ./solver/... ./dataplane/autopilot ./profiler/measure ./internal/progress ./internal/run/solve/explain"
+RACE_PKGS="./planner/llmdeploy ./planner/autopilot ./sim ./serve/... ./bench/ppipebench ./formats ./internal/run/serve ./solver/... ./dataplane/autopilot ./profiler/measure ./internal/base/progress ./internal/run/solve/explain"
 CLI=./cmd/plan/internal/cli
 # The command tests that run `plan serve` in-process (servers, signals, reloads, load against
 # them); the rest of the command package is single-threaded planning and simulation.

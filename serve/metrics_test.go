@@ -17,7 +17,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
-	"github.com/plan-dev/plan/internal/promcheck"
+	"github.com/plan-dev/plan/internal/base/promcheck"
 	"github.com/plan-dev/plan/serve/kserve"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plan-dev/plan/internal/promcheck"
+	"github.com/plan-dev/plan/internal/base/promcheck"
 )
 
 // TestTritonMetrics: a DNN plan's /metrics has Triton's nv_inference_* families labelled

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
-	"github.com/plan-dev/plan/internal/servetest"
-	"github.com/plan-dev/plan/internal/tinycascade"
+	"github.com/plan-dev/plan/internal/fixture/servetest"
+	"github.com/plan-dev/plan/internal/fixture/tinycascade"
 	"github.com/plan-dev/plan/serve/worker"
 )
 

@@ -19,8 +19,8 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/internal/servetest"
-	"github.com/plan-dev/plan/internal/tinycascade"
+	"github.com/plan-dev/plan/internal/fixture/servetest"
+	"github.com/plan-dev/plan/internal/fixture/tinycascade"
 	"github.com/plan-dev/plan/serve/kserve"
 	"github.com/plan-dev/plan/serve/worker"
 )

@@ -108,7 +108,7 @@ type Frontend interface {
 // FrontendOptions is implemented by a Frontend with `plan serve` settings of its own (a
 // durable queue's directory, remote engines): Options is a pointer to the struct that holds
 // them at their defaults, its `flag`-tagged fields bound to flags of `plan serve` before
-// parsing (internal/optflag), as a planner's are to `plan solve`'s.
+// parsing (internal/base/optflag), as a planner's are to `plan solve`'s.
 type FrontendOptions interface {
 	Options() any
 }

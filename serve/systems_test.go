@@ -2,10 +2,10 @@ package serve
 
 import (
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/internal/servetest"
+	"github.com/plan-dev/plan/internal/fixture/servetest"
 )
 
-// testPolicies and testDeploy stand in for the system registry (internal/systems), and
+// testPolicies and testDeploy stand in for the system registry (internal/registry/systems), and
 // intree's sections for its sections (a test helper: serve itself has no default).
 var (
 	testPolicies = servetest.Policies(flakySpec)

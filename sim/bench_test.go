@@ -7,7 +7,7 @@ import (
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
 
 	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/internal/simbench"
+	"github.com/plan-dev/plan/internal/base/simbench"
 )
 
 // BenchmarkSim100GPU is the speed target: a 100-GPU (25 L4 + 75 P4), 30-second run at load

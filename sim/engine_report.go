@@ -6,7 +6,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 )
 
 // The report of one LLM engine replaying a trace on its own (`plan simulate --llm`): it is
@@ -101,7 +101,7 @@ type PercentilesUs struct {
 }
 
 // SummarizeUs is the quantiles and mean of xs (µs), the quantiles Summarize's
-// (internal/quantile: numpy's linear interpolation, as vLLM's benchmarks report) to the µs.
+// (internal/base/quantile: numpy's linear interpolation, as vLLM's benchmarks report) to the µs.
 func SummarizeUs(xs []float64) PercentilesUs {
 	if len(xs) == 0 {
 		return PercentilesUs{}

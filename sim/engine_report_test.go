@@ -10,7 +10,7 @@ import (
 )
 
 // TestSummarizeUsMatchesSummarize: SummarizeUs's percentiles are Summarize's
-// (internal/quantile's, to the µs), with p95 beside them.
+// (internal/base/quantile's, to the µs), with p95 beside them.
 func TestSummarizeUsMatchesSummarize(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	for _, n := range []int{1, 2, 3, 10, 99, 100, 101, 1000} {

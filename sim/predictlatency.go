@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 )
 
 // A prediction of an application other than an LLM class states how far to trust its

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
-	"github.com/plan-dev/plan/internal/benchapi"
+	"github.com/plan-dev/plan/internal/onformats/benchapi"
 )
 
 func TestParseQPS(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/bench"
-	"github.com/plan-dev/plan/internal/benchapi"
-	"github.com/plan-dev/plan/internal/tables"
+	"github.com/plan-dev/plan/internal/base/tables"
+	"github.com/plan-dev/plan/internal/onformats/benchapi"
 	pc "github.com/plan-dev/plan/planner/cascade"
 )
 

@@ -11,7 +11,7 @@ import (
 	dp "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 	pl "github.com/plan-dev/plan/planner/dyorc"
 	"github.com/plan-dev/plan/sim"
 )

@@ -17,7 +17,7 @@ import (
 
 	rt "github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	demo "github.com/plan-dev/plan/internal/demo/pard"
+	demo "github.com/plan-dev/plan/internal/onformats/demo/pard"
 	"github.com/plan-dev/plan/sim"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/bench"
-	"github.com/plan-dev/plan/internal/benchapi"
+	"github.com/plan-dev/plan/internal/onformats/benchapi"
 	plpard "github.com/plan-dev/plan/planner/pard"
 	"github.com/spf13/pflag"
 )

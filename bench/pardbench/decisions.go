@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/internal/benchapi"
+	"github.com/plan-dev/plan/internal/onformats/benchapi"
 )
 
 // ModuleTrace is the decision trace of one module over a run: where the

@@ -9,7 +9,7 @@ import (
 	dppard "github.com/plan-dev/plan/dataplane/pard"
 
 	"github.com/plan-dev/plan/dataplane"
-	demo "github.com/plan-dev/plan/internal/demo/pard"
+	demo "github.com/plan-dev/plan/internal/onformats/demo/pard"
 	"github.com/plan-dev/plan/sim"
 )
 

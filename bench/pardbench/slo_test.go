@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats/sections/pardsec"
-	demo "github.com/plan-dev/plan/internal/demo/pard"
+	demo "github.com/plan-dev/plan/internal/onformats/demo/pard"
 )
 
 // TestLongestTwoD: the bench's "% SLO" column is the longest entry→sink path's Σ 2·d, not the

@@ -11,7 +11,7 @@ import (
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/benchapi"
+	"github.com/plan-dev/plan/internal/onformats/benchapi"
 	"github.com/spf13/pflag"
 )
 

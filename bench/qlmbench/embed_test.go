@@ -1,7 +1,7 @@
 package qlmbench
 
 import (
-	"github.com/plan-dev/plan/internal/benchapi"
+	"github.com/plan-dev/plan/internal/onformats/benchapi"
 
 	"bytes"
 	"context"

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/bench"
-	"github.com/plan-dev/plan/internal/benchapi"
+	"github.com/plan-dev/plan/internal/onformats/benchapi"
 )
 
 // TestPoliciesFlag: --policies takes a comma-separated list; an unknown name is a usage error

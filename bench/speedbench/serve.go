@@ -11,9 +11,9 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/benchapi"
-	"github.com/plan-dev/plan/internal/quantile"
-	"github.com/plan-dev/plan/internal/simbench"
+	"github.com/plan-dev/plan/internal/base/quantile"
+	"github.com/plan-dev/plan/internal/base/simbench"
+	"github.com/plan-dev/plan/internal/onformats/benchapi"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/load"
 	"github.com/plan-dev/plan/sim"
@@ -240,7 +240,7 @@ func (r *serveRun) cpuRow() Row {
 	return row("serve-cpu", "µs/req", "(net/http floor)", us(median(r.cpuOurs)), us(median(r.cpuFloor)), target{bound: 1.1}, note)
 }
 
-// median is xs's median (internal/quantile's p50: the mean of the middle two for an even
+// median is xs's median (internal/base/quantile's p50: the mean of the middle two for an even
 // count); xs is not changed.
 func median(xs []time.Duration) time.Duration {
 	f := make([]float64, len(xs))

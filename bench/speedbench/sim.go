@@ -16,8 +16,8 @@ import (
 	"github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/benchapi"
-	"github.com/plan-dev/plan/internal/simbench"
+	"github.com/plan-dev/plan/internal/base/simbench"
+	"github.com/plan-dev/plan/internal/onformats/benchapi"
 	"github.com/plan-dev/plan/sim/simscale"
 )
 

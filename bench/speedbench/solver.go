@@ -15,9 +15,9 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/solverbench"
-	"github.com/plan-dev/plan/internal/benchapi"
-	"github.com/plan-dev/plan/internal/quantile"
-	"github.com/plan-dev/plan/internal/simbench"
+	"github.com/plan-dev/plan/internal/base/quantile"
+	"github.com/plan-dev/plan/internal/base/simbench"
+	"github.com/plan-dev/plan/internal/onformats/benchapi"
 	"github.com/plan-dev/plan/solver"
 )
 

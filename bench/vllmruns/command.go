@@ -19,8 +19,8 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/benchapi"
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
+	"github.com/plan-dev/plan/internal/onformats/benchapi"
 	"github.com/plan-dev/plan/profiler/llm"
 )
 

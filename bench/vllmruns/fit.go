@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 	"github.com/plan-dev/plan/profiler/llm"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run/replay"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/profiler/kerneltab"
 	"github.com/plan-dev/plan/sim"
 )

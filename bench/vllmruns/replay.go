@@ -9,7 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 	"github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/sim"
 )

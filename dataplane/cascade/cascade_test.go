@@ -114,7 +114,7 @@ func TestGearSwitchingInSim(t *testing.T) {
 }
 
 // TestConformance runs the policies on random sampled deployments under Poisson load:
-// every request finishes exactly once (the internal/conformance invariants).
+// every request finishes exactly once (the internal/registry/conformance invariants).
 func TestConformance(t *testing.T) {
 	for seed := uint64(1); seed <= 12; seed++ {
 		dep := dpc.Sample(rand.New(rand.NewPCG(seed, 7)))

@@ -7,7 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
-	"github.com/plan-dev/plan/internal/policytest"
+	"github.com/plan-dev/plan/internal/fixture/policytest"
 	"github.com/plan-dev/plan/sim"
 )
 

@@ -11,7 +11,7 @@ import (
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/internal/simbench"
+	"github.com/plan-dev/plan/internal/base/simbench"
 	"github.com/plan-dev/plan/sim/simscale"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/internal/simbench"
+	"github.com/plan-dev/plan/internal/base/simbench"
 	"github.com/plan-dev/plan/sim/simscale"
 )
 

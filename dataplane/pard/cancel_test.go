@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/internal/policytest"
+	"github.com/plan-dev/plan/internal/fixture/policytest"
 	"github.com/plan-dev/plan/sim"
 )
 

@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 )
 
 // tick is the state planner (PARD §4.2–§4.3): publish q, T_in, μ, ε and the mode, draw the

@@ -6,7 +6,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/pard"
-	"github.com/plan-dev/plan/internal/simbench"
+	"github.com/plan-dev/plan/internal/base/simbench"
 	"github.com/plan-dev/plan/sim/simscale"
 )
 

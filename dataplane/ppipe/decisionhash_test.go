@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/plan-dev/plan/internal/policytest"
+	"github.com/plan-dev/plan/internal/fixture/policytest"
 )
 
 // TestSimScaleDecisionHash runs BenchmarkSimScale's load points once each and checks the

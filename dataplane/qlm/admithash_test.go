@@ -7,7 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats/llmspec"
-	"github.com/plan-dev/plan/internal/policytest"
+	"github.com/plan-dev/plan/internal/fixture/policytest"
 	"github.com/plan-dev/plan/sim"
 )
 

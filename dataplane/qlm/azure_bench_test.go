@@ -15,7 +15,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
-	"github.com/plan-dev/plan/internal/simbench"
+	"github.com/plan-dev/plan/internal/base/simbench"
 	"github.com/plan-dev/plan/sim"
 )
 

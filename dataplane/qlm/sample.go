@@ -25,7 +25,7 @@ func sampleProfile(model, gpu string, paramsB, speed float64, kvTokens int64) fo
 }
 
 // Sample builds a small random QLM deployment from r for the conformance harness
-// (internal/conformance): one or two models, A100 instances that host both and possibly an
+// (internal/registry/conformance): one or two models, A100 instances that host both and possibly an
 // A10 that hosts only the small one (heterogeneous eligibility), interactive and batch
 // classes with short token lengths and SLOs of a few seconds, so overload, preemption,
 // model swaps and re-plans all occur within a two-second arrival window.

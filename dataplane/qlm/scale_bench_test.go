@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane/qlm"
-	"github.com/plan-dev/plan/internal/simbench"
+	"github.com/plan-dev/plan/internal/base/simbench"
 	"github.com/plan-dev/plan/sim/simscale"
 )
 

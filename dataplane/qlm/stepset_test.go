@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/internal/testmode"
+	"github.com/plan-dev/plan/internal/base/testmode"
 	"github.com/plan-dev/plan/sim"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/gammarand"
+	"github.com/plan-dev/plan/internal/base/gammarand"
 )
 
 // Source yields arrival times in non-decreasing order; dataplane.Never ends the stream.
@@ -157,7 +157,7 @@ func (r *renewal) Next() dataplane.Time {
 	return dataplane.Time(r.t)
 }
 
-// GammaSample draws Gamma(shape, 1) (internal/gammarand). The arrival processes and `plan
+// GammaSample draws Gamma(shape, 1) (internal/base/gammarand). The arrival processes and `plan
 // load`'s datasets share it.
 func GammaSample(r *rand.Rand, shape float64) float64 { return gammarand.Sample(r, shape) }
 

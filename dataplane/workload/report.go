@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -341,7 +341,7 @@ type Utilization struct {
 }
 
 // Summarize is the latency summary of samples in µs (reordered in place): mean and the
-// percentiles of internal/quantile (numpy's linear interpolation, as `vllm bench serve`
+// percentiles of internal/base/quantile (numpy's linear interpolation, as `vllm bench serve`
 // computes its own), rounded to the µs. sim, `plan load` and `plan load --openai` all
 // report with that one definition, so the same samples give the same p50 and p99 in each.
 func Summarize(us []float64) Latency {

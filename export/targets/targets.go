@@ -1,5 +1,5 @@
 // Package targets is the in-tree registry of export targets: one explicit list, as
-// internal/systems is of systems (no init() side effects). `plan export --to` accepts these
+// internal/registry/systems is of systems (no init() side effects). `plan export --to` accepts these
 // names, and each system's exporter package asks this registry which targets render its
 // layout. A new target is a package of its own plus one line here.
 package targets

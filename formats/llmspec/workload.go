@@ -17,7 +17,7 @@ const Position = 4
 
 // WorkloadSection is the Section of a workload's `llm_classes` section: the classes, a
 // *[]LLMClass (an empty list reads and writes as no section). It is shared LLM vocabulary,
-// no one system's: the registry registers it itself (internal/systems.Vocabulary; Sys is
+// no one system's: the registry registers it itself (internal/registry/systems.Vocabulary; Sys is
 // empty), QLM's planner and the deployment search plan it, and every LLM part reads it with
 // ClassesOf.
 var WorkloadSection = workloadSection{formats.SectionOf[[]LLMClass]{Name: WorkloadKey, Check: formats.CheckList(WorkloadKey, validateClass), Cross: crossCheckClasses, Position: Position}}

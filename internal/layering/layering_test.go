@@ -12,9 +12,10 @@
 // who may import a package: nothing imports bench but cmd and the registry's system packages,
 // each of which lists its system's bench (DESIGN.md "Systems as plug-ins"), and those import
 // no more than their bench's own package: the contract they share is the leaf
-// internal/benchapi. The few edges that break the ranks and are right are in
+// internal/onformats/benchapi. The few edges that break the ranks and are right are in
 // because, each with its reason. Every package must be placed in a layer: a new top-level
-// package, or a new one under internal/, fails the test until it is added to layers. Checking
+// package, or a new one under internal/, fails the test until it is added to layers. Under
+// internal/ the folders show the ranks (folders_test.go, internal/README.md). Checking
 // direct imports is enough: when every edge points down, so does every path.
 //
 // Inside serve the packages are ordered too (a layer's level), so that what changes together
@@ -58,9 +59,7 @@ var layers = []layer{
 	// The registry wires every system's parts (planner, deployer, policies, benches,
 	// exporters, front ends) for cmd; the conformance harness runs the registry's policies
 	// in the simulator.
-	{"internal/system", 6, "registry", 0},
-	{"internal/systems", 6, "registry", 0},
-	{"internal/conformance", 6, "registry", 0},
+	{"internal/registry", 6, "registry", 0},
 	{"bench", 5, "bench", 0},
 	{"planner", 4, "planner", 0},
 	{"sim", 4, "sim", 0},
@@ -75,24 +74,24 @@ var layers = []layer{
 	{"serve/worker", 4, "serve", 2},
 	{"serve/kserve", 4, "serve", 1},
 	{"serve/internal", 4, "serve", 1},
-	{"internal/servetest", 4, "serve", 0},
+	{"internal/fixture/servetest", 4, "serve", 0},
 	{"export", 4, "export", 0},
 	// tinycascade builds small ONNX cascades (with the profiler's graph) for serve's tests.
-	{"internal/tinycascade", 4, "tinycascade", 0},
+	{"internal/fixture/tinycascade", 4, "tinycascade", 0},
 	// The data plane, the solver and the profiler are one rank in three groups: none imports
 	// another (the data plane reads profiles, the format, never the profiler that makes
 	// them), save the exception in because.
 	{"dataplane", 3, "dataplane", 0},
 	// policytest drives an engine by hand for the policies' unit tests.
-	{"internal/policytest", 3, "dataplane", 0},
+	{"internal/fixture/policytest", 3, "dataplane", 0},
 	{"solver", 3, "solver", 0},
 	{"profiler", 3, "profiler", 0},
 	// The embedded demo inputs are data: anything above formats may embed them.
-	{"internal/demo", 1, "demo", 0},
+	{"internal/onformats/demo", 1, "demo", 0},
 	// benchapi is the contract of a `plan bench` subcommand (Bench, Env, ReportReader): a
 	// leaf above formats, so the registry lists benches and `plan validate` reads their
 	// reports without importing bench.
-	{"internal/benchapi", 1, "benchapi", 0},
+	{"internal/onformats/benchapi", 1, "benchapi", 0},
 	// Each system's sections (validation and cross-file checks of its typed plan and workload
 	// sections): above formats' shared types, below everything that reads files, so the
 	// registry (and tests) hand them to formats as a SectionSet.
@@ -104,30 +103,30 @@ var layers = []layer{
 	{"formats", 0, "formats", 0},
 	// gpucat is the one GPU catalogue (memory, rates, links, price, labels, kernel tables):
 	// a leaf beside formats' shared types, which validates clusters and prices from it.
-	{"internal/gpucat", 0, "formats", 0},
+	{"internal/base/gpucat", 0, "formats", 0},
 	// Dependency-free helpers and test-only packages.
-	{"internal/simbench", 0, "simbench", 0},
+	{"internal/base/simbench", 0, "simbench", 0},
 	// tables: the note under a table that says why some cells are "-", for the commands and
 	// the benches alike.
-	{"internal/tables", 0, "tables", 0},
+	{"internal/base/tables", 0, "tables", 0},
 	// progress decides, in one place, whether stderr is a terminal (progress lines or none).
-	{"internal/progress", 0, "progress", 0},
-	{"internal/readme", 0, "readme", 0},
+	{"internal/base/progress", 0, "progress", 0},
+	{"internal/base/readme", 0, "readme", 0},
 	// testmode decides, in one place, whether heavy test cases run (make test-full).
-	{"internal/testmode", 0, "testmode", 0},
+	{"internal/base/testmode", 0, "testmode", 0},
 	// goldencases lists the golden plans and the solve arguments that write each.
-	{"internal/goldencases", 0, "goldencases", 0},
+	{"internal/base/goldencases", 0, "goldencases", 0},
 	// promcheck lints Prometheus expositions (promtool's rules) for serve's and cmd's tests.
-	{"internal/promcheck", 0, "promcheck", 0},
+	{"internal/base/promcheck", 0, "promcheck", 0},
 	// gammarand is the one Gamma sampler (bursty arrivals, datasets, regenerated sends).
-	{"internal/gammarand", 0, "gammarand", 0},
+	{"internal/base/gammarand", 0, "gammarand", 0},
 	// quantile is the one percentile definition (numpy's linear), for every report.
-	{"internal/quantile", 0, "quantile", 0},
+	{"internal/base/quantile", 0, "quantile", 0},
 	// optflag binds a typed options struct to flags (the planners' options).
-	{"internal/optflag", 0, "optflag", 0},
+	{"internal/base/optflag", 0, "optflag", 0},
 	{"internal/layering", 0, "layering", 0},
 	// buildinfo is the binary's stamped version, for plan version and the servers.
-	{"internal/buildinfo", 0, "buildinfo", 0},
+	{"internal/base/buildinfo", 0, "buildinfo", 0},
 }
 
 // allowed are the known violations on main, each "from → to" with the issue that removes it.
@@ -160,17 +159,17 @@ type importRule struct {
 // importedBy are the import rules: the shared ones, then each system's (systemRules).
 var importedBy = append([]importRule{
 	// DESIGN.md: nothing imports bench. cmd runs the benches (plan bench); the contract the
-	// registry and plan validate need is internal/benchapi.
-	{"bench", []string{"cmd"}, "nothing but cmd imports bench (the contract is internal/benchapi)"},
+	// registry and plan validate need is internal/onformats/benchapi.
+	{"bench", []string{"cmd"}, "nothing but cmd imports bench (the contract is internal/onformats/benchapi)"},
 	// A system's benches are among the parts the registry lists (DESIGN.md "Systems as
 	// plug-ins"), so a system package imports its own bench package to construct it; no other
 	// registry package, and nothing under the registry, names a bench.
-	{"bench/*", []string{"cmd", "internal/systems"}, "only cmd and the registry's system packages import a bench"},
+	{"bench/*", []string{"cmd", "internal/registry/systems"}, "only cmd and the registry's system packages import a bench"},
 	// The LLM vocabulary (classes, token profiles, roles, llm_classes) is formats/llmspec, which
 	// belongs to no system; qlmsec is QLM's plan section alone. QLM's own packages read it, as
 	// does the deployment search, which writes its result as a QLM plan. plan simulate's exact
 	// replay asks the plan which models it serves (formats.Plan.ServedModels) instead.
-	{"formats/sections/qlmsec", []string{"dataplane/qlm", "planner/qlm", "export/qlm", "internal/systems/qlmsys",
+	{"formats/sections/qlmsec", []string{"dataplane/qlm", "planner/qlm", "export/qlm", "internal/registry/systems/qlmsys",
 		"planner/llmdeploy"}, "qlmsec is QLM's plan section: the LLM vocabulary is formats/llmspec"},
 }, systemRules()...)
 
@@ -193,18 +192,18 @@ var sharedImporters = map[string]struct {
 	from []string
 	why  string
 }{
-	"formats/sections/ppipesec": {[]string{"dataplane/workload", "export", "serve/load", "internal/servetest"},
+	"formats/sections/ppipesec": {[]string{"dataplane/workload", "export", "serve/load", "internal/fixture/servetest"},
 		"plan workload --from-trace writes a DNN trace as PPipe's models; the placement exporter scales PPipe's pipelines by their capacity; the HTTP floor mimics a PPipe plan; servetest builds PPipe plans for serve's tests"},
-	"formats/sections/pardsec":    {[]string{"internal/demo", "internal/servetest"}, "the demo and serve's test fixtures build PARD plans"},
-	"formats/sections/cascadesec": {[]string{"internal/run/importval", "internal/run/validate", "internal/tinycascade"}, "plan import validation and plan validate read CascadeServe's validation-records files (a file kind of its own); tinycascade is a test fixture"},
+	"formats/sections/pardsec":    {[]string{"internal/onformats/demo", "internal/fixture/servetest"}, "the demo and serve's test fixtures build PARD plans"},
+	"formats/sections/cascadesec": {[]string{"internal/run/importval", "internal/run/validate", "internal/fixture/tinycascade"}, "plan import validation and plan validate read CascadeServe's validation-records files (a file kind of its own); tinycascade is a test fixture"},
 	"formats/sections/dyorcsec":   {[]string{"sim/simscale"}, "the simulator's scale bench builds DyOrc workflows"},
-	"dataplane/*":                 {[]string{"bench/speedbench", "sim/simscale", "internal/servetest"}, "plan bench speed and the scale bench time each system's data plane; servetest deploys PPipe and PARD plans"},
+	"dataplane/*":                 {[]string{"bench/speedbench", "sim/simscale", "internal/fixture/servetest"}, "plan bench speed and the scale bench time each system's data plane; servetest deploys PPipe and PARD plans"},
 	"planner/ppipe":               {[]string{"internal/run/corpus"}, "plan bench ppipe-corpus solves generated PPipe cases as plan solve does"},
 }
 
 // systemRules are the import rules of the systems' packages: a system's section, data
 // plane, planner and exporters are imported by its own packages and the registry
-// (internal/systems), and by the shared packages sharedImporters names with their reason;
+// (internal/registry/systems), and by the shared packages sharedImporters names with their reason;
 // no other shared package names a system's package (DESIGN.md "Systems as plug-ins").
 func systemRules() []importRule {
 	var out []importRule
@@ -213,7 +212,7 @@ func systemRules() []importRule {
 			if to == "formats/sections/qlmsec" {
 				continue // its own rule above
 			}
-			from := append([]string{"internal/systems"}, s.own...)
+			from := append([]string{"internal/registry/systems"}, s.own...)
 			why := "a system's package is imported by its own packages and the registry"
 			for key, sh := range sharedImporters {
 				if key == to || (strings.HasSuffix(key, "/*") && strings.HasPrefix(to, strings.TrimSuffix(key, "*"))) {
@@ -388,7 +387,7 @@ func TestLayering(t *testing.T) {
 // may import formats/sections/intree besides _test.go files.
 var intreeHelpers = []string{"export/exporttest"}
 
-// TestInTreeSectionsOnlyInTests: the system registry (internal/systems) is the one source of
+// TestInTreeSectionsOnlyInTests: the system registry (internal/registry/systems) is the one source of
 // the systems' sections in production (DESIGN.md "Systems as plug-ins"); packages below it
 // take the registry's set from their callers. formats/sections/intree, the same sections as a
 // fixed value, is a test helper: no package but a test helper imports it, so no production
@@ -397,7 +396,7 @@ func TestInTreeSectionsOnlyInTests(t *testing.T) {
 	const intree = "formats/sections/intree"
 	for from, tos := range imports(t) {
 		if slices.Contains(tos, intree) && !slices.Contains(intreeHelpers, from) {
-			t.Errorf("%s imports %s: take the registry's sections from the caller (internal/systems Registry.Sections)", from, intree)
+			t.Errorf("%s imports %s: take the registry's sections from the caller (internal/registry/systems Registry.Sections)", from, intree)
 		}
 	}
 }
@@ -417,35 +416,35 @@ func TestRuleCatches(t *testing.T) {
 		{"formats", "dataplane", true},
 		{"planner/pard", "bench/pardbench", true},
 		{"serve", "cmd/plan/internal/cli", true},
-		{"bench/ppipebench", "internal/systems", true},
+		{"bench/ppipebench", "internal/registry/systems", true},
 		{"export/ppipe", "planner/ppipe", true},
 		{"dataplane", "solver", true},
 		{"dataplane/llm", "solver", true},
 		{"dataplane/pard", "solver", true},
 		{"dataplane/llm", "profiler/llm/pwlcurve", true},
 		{"dataplane/qlm", "profiler/llm", true},
-		{"internal/policytest", "profiler", true},
+		{"internal/fixture/policytest", "profiler", true},
 		{"solver", "profiler", true},
 		{"profiler", "solver", true},
 		{"solver", "dataplane", true},
 		{"profiler/llm", "dataplane/llm", true},
 		{"planner/qlm", "solver", false},
 		{"planner/qlm", "profiler/llm", false},
-		{"internal/tinycascade", "profiler/onnx", false},
+		{"internal/fixture/tinycascade", "profiler/onnx", false},
 		{"internal/run", "bench", true},
 		{"internal/run/validate", "bench", true},
 		{"internal/run/validate", "bench/qlmbench", true},
-		{"internal/system", "bench", true},
-		{"internal/systems/qlmsys", "bench", true},
-		{"internal/conformance", "bench/qlmbench", true},
-		{"internal/systems/qlmsys", "bench/qlmbench", false},
-		{"internal/systems/qlmsys", "internal/benchapi", false},
-		{"internal/run/validate", "internal/benchapi", false},
-		{"bench/qlmbench", "internal/benchapi", false},
+		{"internal/registry/system", "bench", true},
+		{"internal/registry/systems/qlmsys", "bench", true},
+		{"internal/registry/conformance", "bench/qlmbench", true},
+		{"internal/registry/systems/qlmsys", "bench/qlmbench", false},
+		{"internal/registry/systems/qlmsys", "internal/onformats/benchapi", false},
+		{"internal/run/validate", "internal/onformats/benchapi", false},
+		{"bench/qlmbench", "internal/onformats/benchapi", false},
 		{"bench/qlmbench", "bench", false},
-		{"internal/run", "internal/tables", false},
-		{"bench/qlmbench", "internal/tables", false},
-		{"internal/benchapi", "bench", true},
+		{"internal/run", "internal/base/tables", false},
+		{"bench/qlmbench", "internal/base/tables", false},
+		{"internal/onformats/benchapi", "bench", true},
 		{"cmd/plan/internal/cli", "bench/solverbench", false},
 		{"sim", "formats/sections/qlmsec", true},
 		{"dataplane/llm", "formats/sections/qlmsec", true},
@@ -463,12 +462,12 @@ func TestRuleCatches(t *testing.T) {
 		{"export/cascade", "planner/pard", true},
 		{"internal/run/corpus", "planner/ppipe/corpus", false},
 		{"internal/run/importval", "formats/sections/cascadesec", false},
-		{"internal/systems/dyorcsys", "dataplane/dyorc", false},
+		{"internal/registry/systems/dyorcsys", "dataplane/dyorc", false},
 		{"serve/workflow", "dataplane/dyorc", false},
 		{"bench/speedbench", "dataplane/qlm", false},
 		{"planner/pard", "dataplane/pard", false},
 		{"cmd/plan/internal/cli", "bench", false},
-		{"internal/systems/ppipesys", "bench/ppipebench", false},
+		{"internal/registry/systems/ppipesys", "bench/ppipebench", false},
 		{"bench/pardbench", "sim", false},
 		{"planner/qlm", "dataplane/qlm", false},
 		{"dataplane/qlm", "solver", false},

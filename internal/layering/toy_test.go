@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// The extension points hold: a sixth system (internal/systems/toysys) and a toy LLM
+// The extension points hold: a sixth system (internal/registry/systems/toysys) and a toy LLM
 // scheduling policy are new code plus one registry line each, so the only files outside the
 // toy's own package that name them are the tests that register them. In particular no
 // production file — formats, the registry, the commands — knows the toy system, and formats
@@ -19,10 +19,10 @@ func TestToyExtensionsTouchOnlyTheirFiles(t *testing.T) {
 		name, needle, own string
 		want              []string
 	}{
-		{"sixth system", `"github.com/plan-dev/plan/internal/systems/toysys"`, "internal/systems/toysys/", []string{
+		{"sixth system", `"github.com/plan-dev/plan/internal/registry/systems/toysys"`, "internal/registry/systems/toysys/", []string{
 			"cmd/plan/internal/cli/help_test.go",
 			"cmd/plan/internal/cli/toysys_test.go",
-			"internal/systems/systems_test.go",
+			"internal/registry/systems/systems_test.go",
 		}},
 		{"LLM scheduling policy", "shortestFirst", "", []string{
 			"dataplane/llm/sched/registry_test.go",

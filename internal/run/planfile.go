@@ -8,8 +8,8 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/system"
-	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/internal/registry/system"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/planner"
 )
 

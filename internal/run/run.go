@@ -12,7 +12,7 @@ import (
 	"io"
 	"log/slog"
 
-	progressline "github.com/plan-dev/plan/internal/progress"
+	progressline "github.com/plan-dev/plan/internal/base/progress"
 )
 
 // Streams are the process's standard streams, injected so tests need no terminal.

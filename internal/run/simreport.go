@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/plan-dev/plan/internal/tables"
+	"github.com/plan-dev/plan/internal/base/tables"
 	"github.com/plan-dev/plan/sim"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/systems/qlmsys"
+	"github.com/plan-dev/plan/internal/registry/systems/qlmsys"
 	pq "github.com/plan-dev/plan/planner/qlm"
 	"github.com/plan-dev/plan/sim"
 )

@@ -40,7 +40,7 @@ type Ladder struct {
 	Deploy func(p *formats.Plan) (*dataplane.Deployment, error)
 	// Digest names a plan (serve's digest); nil: formats.Digest.
 	Digest func(p *formats.Plan) (string, error)
-	// Capacity is the system's capacity model (internal/system.Sizing): the most each
+	// Capacity is the system's capacity model (internal/registry/system.Sizing): the most each
 	// application serves. nil: the deployment's planned rates.
 	Capacity func(p *formats.Plan, dep *dataplane.Deployment) (map[string]float64, error)
 

@@ -76,7 +76,7 @@ const (
 // at the plan's rates (sim.Predict with RatesOnly: PredictionSeed and its replications over
 // the prediction's span), the verdict a solved plan is judged by. Planner and sim never
 // import each other (DESIGN.md), so the registry hands it to each call (Options.Sim,
-// Capacity's sim; internal/systems/dyorcsys passes dyorcsim.PredictAtRates): no package
+// Capacity's sim; internal/registry/systems/dyorcsys passes dyorcsim.PredictAtRates): no package
 // state.
 type Simulator func(ctx context.Context, p *formats.Plan, dep *dataplane.Deployment, policies *dataplane.Registry, policy string) (bool, error)
 

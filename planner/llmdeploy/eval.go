@@ -13,7 +13,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/llm/sched/fcfs"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats/llmspec"
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 	"github.com/plan-dev/plan/planner/llmcap"
 )
 
@@ -124,7 +124,7 @@ func Judge(classes []llmspec.LLMClass, reqs []llm.Request, cls []int, res []llm.
 	return out
 }
 
-// pcts are the p50, p90 and p99 of xs (internal/quantile's definition), rounded to whole µs.
+// pcts are the p50, p90 and p99 of xs (internal/base/quantile's definition), rounded to whole µs.
 func pcts(xs []float64) Pcts {
 	if len(xs) == 0 {
 		return Pcts{}

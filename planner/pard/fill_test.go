@@ -8,7 +8,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
-	demo "github.com/plan-dev/plan/internal/demo/pard"
+	demo "github.com/plan-dev/plan/internal/onformats/demo/pard"
 	"github.com/plan-dev/plan/planner"
 )
 

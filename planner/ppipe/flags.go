@@ -8,7 +8,7 @@ import (
 // provenance.options (the solved values, defaults resolved), so `plan check --resolve`
 // re-solves with the same ones. Strategy, SLO, TimeLimit and Gap come from plan solve's
 // common flags; the others are PPipe's own, each bound to the flag its `flag` tag names
-// (internal/optflag).
+// (internal/base/optflag).
 type Flags struct {
 	// Strategy: ppipe (default), np or dart-r.
 	Strategy string `json:"strategy"`

@@ -36,7 +36,7 @@ import (
 // Poisson arrivals (warm-up < 0: the default) and returns the point: sim.PoissonPoint. The
 // planner sizes by simulation but planner and sim never import each other (DESIGN.md's
 // layering), so the registry hands it to each solve (Options.Sim, set by
-// internal/systems/qlmsys from the registry's dependencies): no package state.
+// internal/registry/systems/qlmsys from the registry's dependencies): no package state.
 type PointSimulator func(dep *dataplane.Deployment, policies *dataplane.Registry, pol string, classes []llmspec.LLMClass, dur, warmup dataplane.Time, seed uint64) (*workload.Point, error)
 
 // ErrNoSimulator is a solve given no PointSimulator: the planner sizes and checks its

@@ -9,7 +9,7 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// testSim is the simulator the registry hands the planner (internal/systems/qlmsys):
+// testSim is the simulator the registry hands the planner (internal/registry/systems/qlmsys):
 // the tests size by the same one, passed as the solve's dependency.
 var testSim PointSimulator = sim.PoissonPoint
 

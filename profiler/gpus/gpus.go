@@ -1,9 +1,9 @@
-// Package gpus is the profiler's name for the GPU catalogue (internal/gpucat): the roofline
+// Package gpus is the profiler's name for the GPU catalogue (internal/base/gpucat): the roofline
 // backend, the LLM estimator and the kernel tables read a type's peak rates, memory and
 // links through it. The facts live in the catalogue alone.
 package gpus
 
-import "github.com/plan-dev/plan/internal/gpucat"
+import "github.com/plan-dev/plan/internal/base/gpucat"
 
 // Precision names an arithmetic mode.
 type Precision = gpucat.Precision

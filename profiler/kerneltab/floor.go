@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 	"github.com/plan-dev/plan/profiler/gpus"
 )
 

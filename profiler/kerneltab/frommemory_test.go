@@ -3,7 +3,7 @@ package kerneltab
 import (
 	"testing"
 
-	"github.com/plan-dev/plan/internal/gpucat"
+	"github.com/plan-dev/plan/internal/base/gpucat"
 )
 
 // TestGenerationAttentionFromMemory: a decode attention point measured over a cache that

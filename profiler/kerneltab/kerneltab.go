@@ -25,7 +25,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/plan-dev/plan/internal/gpucat"
+	"github.com/plan-dev/plan/internal/base/gpucat"
 )
 
 //go:embed data/*.csv.gz

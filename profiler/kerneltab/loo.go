@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 )
 
 // LOOStats is how well interpolation predicts measured points it was not given

@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/plan-dev/plan/internal/gpucat"
+	"github.com/plan-dev/plan/internal/base/gpucat"
 )
 
 // DType names a GEMM or KV-cache data type as the tables spell it.

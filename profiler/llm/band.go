@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 )
 
 // TestBandCoverage holds the expected-error bands to what they claim, leave one run out:

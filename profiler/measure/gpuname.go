@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plan-dev/plan/internal/gpucat"
+	"github.com/plan-dev/plan/internal/base/gpucat"
 )
 
 // gpuFamily finds a GPU type in a marketing name ("NVIDIA A100-SXM4-40GB" → "A100"): any

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 	"github.com/plan-dev/plan/profiler/graph"
 	"github.com/plan-dev/plan/profiler/onnx"
 )

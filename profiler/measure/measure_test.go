@@ -429,7 +429,7 @@ func TestGPUType(t *testing.T) {
 	}
 }
 
-// TestStats: a layer's statistics are internal/quantile's percentiles (linear, numpy's
+// TestStats: a layer's statistics are internal/base/quantile's percentiles (linear, numpy's
 // default) of its samples in any order, and their coefficient of variation.
 func TestStats(t *testing.T) {
 	s := summarize([]float64{5, 1, 4, 2, 3})

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 	"github.com/plan-dev/plan/profiler/graph"
 	"github.com/plan-dev/plan/profiler/onnx/onnxtest"
 )

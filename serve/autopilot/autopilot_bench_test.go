@@ -27,7 +27,7 @@ import (
 )
 
 // ppipeResolve re-solves a PPipe plan from its embedded inputs with its recorded options,
-// as internal/systems/ppipesys's Checker does (that package imports serve).
+// as internal/registry/systems/ppipesys's Checker does (that package imports serve).
 func ppipeResolve(ctx context.Context, p *formats.Plan) (*formats.Plan, error) {
 	e := p.Provenance.Embedded
 	f := ppipe.Flags{Strategy: ppipesec.PlanOf(p).Strategy, MaxPartitions: ppipesec.PlanOf(p).MaxPartitions, Alpha: ppipesec.PlanOf(p).SLOMargin, WarmStart: true}

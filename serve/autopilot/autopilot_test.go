@@ -16,7 +16,7 @@ import (
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
-	"github.com/plan-dev/plan/internal/testmode"
+	"github.com/plan-dev/plan/internal/base/testmode"
 	"github.com/plan-dev/plan/serve"
 )
 

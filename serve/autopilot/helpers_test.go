@@ -14,12 +14,12 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/internal/servetest"
+	"github.com/plan-dev/plan/internal/fixture/servetest"
 	"github.com/plan-dev/plan/serve"
 )
 
 // The helpers serve's own tests use, for a server the autopilot fronts: PPipe and PARD
-// stand in for the system registry (internal/systems).
+// stand in for the system registry (internal/registry/systems).
 
 func loadPlan(t testing.TB, name string) *formats.Plan {
 	t.Helper()

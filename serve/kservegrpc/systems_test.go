@@ -6,11 +6,11 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/internal/servetest"
+	"github.com/plan-dev/plan/internal/fixture/servetest"
 )
 
 // testPolicies, testDeploy and testSections stand in for the system registry
-// (internal/systems): PPipe and PARD (servetest) and CascadeServe
+// (internal/registry/systems): PPipe and PARD (servetest) and CascadeServe
 // (TestCascadeAnsweredBy).
 var (
 	testSections = intree.Sections()

@@ -19,7 +19,7 @@ import (
 	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 )
 
 // disaggPlan is the bundled disaggregated plan: one prefill and one decode H100 instance of

@@ -14,7 +14,7 @@ import (
 	dpdyorc "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/internal/testmode"
+	"github.com/plan-dev/plan/internal/base/testmode"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/sim"
 )

@@ -192,7 +192,7 @@ func TestOpenAIWarmupAndFailures(t *testing.T) {
 
 // TestSamePercentiles: the same latencies through the KServe report (report → summarizeUs)
 // and the OpenAI report (distOf) give the same p50, p90 and p99: one definition
-// (internal/quantile).
+// (internal/base/quantile).
 func TestSamePercentiles(t *testing.T) {
 	lat := []int64{1200, 5300, 870, 22000, 4100, 990, 13000, 2500, 7700, 640, 31000, 450}
 	var ks []Sample

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 )
 
 // OpenAIReport is a benchmark run's summary, in the terms of vLLM's benchmark_serving
@@ -102,7 +102,7 @@ type Failure struct {
 	Example string `json:"example,omitempty"`
 }
 
-// Dist summarizes a distribution in milliseconds. Percentiles are internal/quantile's
+// Dist summarizes a distribution in milliseconds. Percentiles are internal/base/quantile's
 // (numpy's linear interpolation, as vllm bench serve computes them); Std is the population
 // standard deviation (np.std).
 type Dist struct {

@@ -32,7 +32,7 @@ func TestOutcomes(t *testing.T) {
 			{Status: 200, Latency: 150 * ms, ServerLatency: 60 * ms},
 			{Status: 503, Reason: "admission", Stage: "intake"},
 			{Reason: ReasonCancelled},
-		}, 1, 1, 0, 59800 * time.Microsecond, 1, 1}, // p99 of {40, 60} ms, linearly interpolated (internal/quantile)
+		}, 1, 1, 0, 59800 * time.Microsecond, 1, 1}, // p99 of {40, 60} ms, linearly interpolated (internal/base/quantile)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := outcomes(tc.samples, targets)

@@ -5,11 +5,11 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/dataplane/workload"
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 )
 
 // Every percentile plan load reports, in its KServe report (workload.Summarize, Outcomes'
-// p99s) and its OpenAI report (distOf, the vllm-bench result), is internal/quantile's, as the
+// p99s) and its OpenAI report (distOf, the vllm-bench result), is internal/base/quantile's, as the
 // simulator's are: numpy's linear interpolation, as `vllm bench serve` computes its own. The
 // same samples therefore give the same p50 and p99 through every path.
 

@@ -8,11 +8,11 @@ import (
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/internal/servetest"
+	"github.com/plan-dev/plan/internal/fixture/servetest"
 )
 
 // testPolicies, testDeploy and testSections stand in for the system registry
-// (internal/systems): PPipe and PARD (servetest), CascadeServe (TestAgreementCascade) and DyOrc
+// (internal/registry/systems): PPipe and PARD (servetest), CascadeServe (TestAgreementCascade) and DyOrc
 // (TestAgreementDyOrc).
 var (
 	testSections = intree.Sections()

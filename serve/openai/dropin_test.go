@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plan-dev/plan/internal/buildinfo"
+	"github.com/plan-dev/plan/internal/base/buildinfo"
 )
 
 // TestDecodeDropIn: what OpenAI and vLLM clients send (ecosystem drop-in §1, §3):

@@ -20,7 +20,7 @@ import (
 // Frontend is the OpenAI-compatible API as a serve.Frontend. Kind is the deployment kind it
 // serves (QLM's): while the active plan is another system's, its routes answer 404 with an
 // error saying so. Its settings are its exported fields, at their defaults from New; those
-// with a `flag` tag are `plan serve` flags (serve.FrontendOptions, internal/optflag).
+// with a `flag` tag are `plan serve` flags (serve.FrontendOptions, internal/base/optflag).
 type Frontend struct {
 	Kind string
 	// QueueDir is the embedded JetStream server's store ("": DefaultQueueDir of the server's

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plan-dev/plan/internal/promcheck"
+	"github.com/plan-dev/plan/internal/base/promcheck"
 	"github.com/plan-dev/plan/serve"
 )
 

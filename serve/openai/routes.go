@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/plan-dev/plan/internal/buildinfo"
+	"github.com/plan-dev/plan/internal/base/buildinfo"
 	"github.com/plan-dev/plan/serve"
 )
 

@@ -8,7 +8,7 @@ import (
 // ONNXCuts is how the plan's system tells onnx workers what its stages run: one model cut
 // into blocks, blocks[s] = [first, end) for stage s of dep (PPipe's partitions), or model ""
 // when each stage runs a whole model of its own (Stage.Model: a cascade, a workflow). The
-// registry gives the plan's system's (internal/systems); serve assumes no system.
+// registry gives the plan's system's (internal/registry/systems); serve assumes no system.
 type ONNXCuts func(p *formats.Plan, dep *dataplane.Deployment) (model string, blocks [][2]int, err error)
 
 // ONNXOptions configure the onnx workers.

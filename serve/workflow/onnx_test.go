@@ -10,7 +10,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/plan-dev/plan/internal/tinycascade"
+	"github.com/plan-dev/plan/internal/fixture/tinycascade"
 	"github.com/plan-dev/plan/profiler/measure"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/kserve"
@@ -23,7 +23,7 @@ import (
 var onnxDir = filepath.Join("..", "..", "testdata", "dyorc", "onnx")
 
 // modelDir holds the classifiers (written by profiler/onnx.Build with seeded weights,
-// internal/tinycascade).
+// internal/fixture/tinycascade).
 var modelDir = filepath.Join("..", "..", "testdata", "cascade", "onnx")
 
 func needORT(t *testing.T) {

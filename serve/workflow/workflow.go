@@ -38,7 +38,7 @@ const MaxBody = 1 << 20
 // Frontend serves /v1/workflows/{app}/run on `plan serve`.
 type Frontend struct{}
 
-// New returns the front end (internal/systems/dyorcsys registers it).
+// New returns the front end (internal/registry/systems/dyorcsys registers it).
 func New() serve.Frontend { return &Frontend{} }
 
 // RunRequest is the body of POST /v1/workflows/{app}/run; every field is optional (an empty

@@ -1,12 +1,12 @@
 // Package intree is a test helper: the in-tree registry's part of the file formats in one
 // value, the sections of PPipe, PARD, DyOrc, CascadeServe and QLM and the registry's shared
-// LLM vocabulary (`llm_classes`, internal/systems.Vocabulary) as one formats.SectionSet,
+// LLM vocabulary (`llm_classes`, internal/registry/systems.Vocabulary) as one formats.SectionSet,
 // for the tests of packages below the system registry (the data planes', the simulator's,
 // serve's, the planners') that read bundled plans and workloads. Production code takes the
-// sections from the one registry (internal/systems Registry.Sections), handed down where a
+// sections from the one registry (internal/registry/systems Registry.Sections), handed down where a
 // package sits below it (serve.Options.Sections, load.Options.Sections, bench.Env.Sections):
 // nothing falls back to this set. internal/layering checks that only tests and test-helper
-// packages import it, and internal/systems that it is exactly what the registry registers.
+// packages import it, and internal/registry/systems that it is exactly what the registry registers.
 package intree
 
 import (

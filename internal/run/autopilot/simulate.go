@@ -10,9 +10,9 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 	"github.com/plan-dev/plan/formats"
-	progressline "github.com/plan-dev/plan/internal/progress"
+	progressline "github.com/plan-dev/plan/internal/base/progress"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
-	"github.com/plan-dev/plan/internal/systems"
 	pap "github.com/plan-dev/plan/planner/autopilot"
 	"github.com/plan-dev/plan/sim"
 )

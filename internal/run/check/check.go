@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/registry/system"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/predict"
 	"github.com/plan-dev/plan/internal/run/solve"
-	"github.com/plan-dev/plan/internal/system"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
 	"github.com/plan-dev/plan/sim"

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
-	"github.com/plan-dev/plan/internal/systems"
 )
 
 // staleFixture is the bundled PPipe demo plan as solve wrote it before plans stated what

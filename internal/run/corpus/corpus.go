@@ -26,10 +26,10 @@ import (
 	gen "github.com/plan-dev/plan/planner/ppipe/corpus"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/check"
 	"github.com/plan-dev/plan/internal/run/solve"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/sim"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	gen "github.com/plan-dev/plan/planner/ppipe/corpus"
 )
 

@@ -17,9 +17,9 @@ import (
 	exporter "github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/targets"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/registry/system"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
-	"github.com/plan-dev/plan/internal/system"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/profiler/onnx"
 )
 

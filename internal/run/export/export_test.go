@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plan-dev/plan/internal/system"
+	"github.com/plan-dev/plan/internal/registry/system"
 )
 
 func TestExporterFor(t *testing.T) {

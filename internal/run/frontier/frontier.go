@@ -19,12 +19,12 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/plan-dev/plan/formats"
-	progressline "github.com/plan-dev/plan/internal/progress"
+	progressline "github.com/plan-dev/plan/internal/base/progress"
+	"github.com/plan-dev/plan/internal/base/tables"
+	"github.com/plan-dev/plan/internal/registry/system"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/solve"
-	"github.com/plan-dev/plan/internal/system"
-	"github.com/plan-dev/plan/internal/systems"
-	"github.com/plan-dev/plan/internal/tables"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
 	"github.com/plan-dev/plan/sim"
@@ -106,7 +106,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	}
 	rep := Report{System: sys.Name(), Sweep: what, Currency: in.Cluster.CurrencyOf(), Baseline: a.Baseline, SpotShare: in.Cluster.SpotShare}
 	// One solve per point and GPU type: on a terminal a bar from the start, piped one
-	// summary line, --quiet nothing (internal/progress).
+	// summary line, --quiet nothing (internal/base/progress).
 	task := progressline.NewTask(io.Err, io.Quiet, "frontier", "points", len(pts))
 	for i, sp := range pts {
 		// The line names the point and the solve in progress (the least-cost fleet, then

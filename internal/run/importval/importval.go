@@ -11,8 +11,8 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
-	"github.com/plan-dev/plan/internal/systems"
 )
 
 // Args are `plan import validation FILE`'s inputs.

@@ -18,8 +18,8 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/serve/kservegrpc"
 	loadgen "github.com/plan-dev/plan/serve/load"
 	"github.com/plan-dev/plan/sim"

@@ -11,10 +11,10 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
-	progressline "github.com/plan-dev/plan/internal/progress"
+	progressline "github.com/plan-dev/plan/internal/base/progress"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/replay"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/profiler"
 	"github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/profiler/llm/calibrate"

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/demo"
-	progressline "github.com/plan-dev/plan/internal/progress"
+	progressline "github.com/plan-dev/plan/internal/base/progress"
+	"github.com/plan-dev/plan/internal/onformats/demo"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/profiler"
 	"github.com/plan-dev/plan/profiler/gpus"

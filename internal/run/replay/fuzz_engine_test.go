@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/profiler/llm"
 )
 

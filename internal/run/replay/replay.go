@@ -21,11 +21,11 @@ import (
 	dllm "github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
-	progressline "github.com/plan-dev/plan/internal/progress"
+	progressline "github.com/plan-dev/plan/internal/base/progress"
+	"github.com/plan-dev/plan/internal/registry/system"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/simulate"
-	"github.com/plan-dev/plan/internal/system"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -311,7 +311,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 		warnDurationCut(io, a.Duration, spec.Name, spec.Trace, cfg.Duration)
 	}
 	// One replay, no counted steps: a status line at once on a terminal, one summary line
-	// piped, nothing with --quiet (internal/progress).
+	// piped, nothing with --quiet (internal/base/progress).
 	task := progressline.NewStatus(io.Err, io.Quiet, "simulate --llm")
 	task.Note("replaying " + spec.Name)
 	pt, err := sim.RunPoint(cfg, 1)

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/base/tables"
 	"github.com/plan-dev/plan/internal/run"
-	"github.com/plan-dev/plan/internal/tables"
 	"github.com/plan-dev/plan/sim"
 )
 

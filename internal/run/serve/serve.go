@@ -18,9 +18,9 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
 	runap "github.com/plan-dev/plan/internal/run/autopilot"
-	"github.com/plan-dev/plan/internal/systems"
 	planserve "github.com/plan-dev/plan/serve"
 	serveap "github.com/plan-dev/plan/serve/autopilot"
 	"github.com/plan-dev/plan/serve/kservegrpc"

@@ -16,8 +16,8 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/base/tables"
 	"github.com/plan-dev/plan/internal/run"
-	"github.com/plan-dev/plan/internal/tables"
 	"github.com/plan-dev/plan/sim"
 )
 

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/base/testmode"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/solve"
 	"github.com/plan-dev/plan/internal/run/solve/explain"
-	"github.com/plan-dev/plan/internal/systems"
-	"github.com/plan-dev/plan/internal/testmode"
 	"github.com/plan-dev/plan/planner"
 )
 

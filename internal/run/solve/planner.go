@@ -3,8 +3,8 @@ package solve
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/plan-dev/plan/internal/optflag"
-	"github.com/plan-dev/plan/internal/system"
+	"github.com/plan-dev/plan/internal/base/optflag"
+	"github.com/plan-dev/plan/internal/registry/system"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -15,7 +15,7 @@ type Flag struct {
 }
 
 // PlannerOptions are a planner's own options (planner.Planner.Options, a typed struct) as
-// flags: the fields its `flag` tags name (internal/optflag), set by name from their
+// flags: the fields its `flag` tags name (internal/base/optflag), set by name from their
 // command-line spelling.
 type PlannerOptions struct {
 	fs *pflag.FlagSet

@@ -17,13 +17,13 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/demo"
-	progressline "github.com/plan-dev/plan/internal/progress"
+	progressline "github.com/plan-dev/plan/internal/base/progress"
+	"github.com/plan-dev/plan/internal/onformats/demo"
+	"github.com/plan-dev/plan/internal/registry/system"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/importval"
 	"github.com/plan-dev/plan/internal/run/predict"
-	"github.com/plan-dev/plan/internal/system"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/sim"
 )
@@ -145,7 +145,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	}
 	// On a terminal a status line shows at once (a MILP may report nothing for seconds) and
 	// the solver's lines go above it; piped, the solver's lines as they come and the summary
-	// on stdout; --quiet, none (internal/progress).
+	// on stdout; --quiet, none (internal/base/progress).
 	task := progressline.NewStatus(io.Err, io.Quiet, "solve "+sys.Name())
 	pr := &progressPrinter{io: io, task: task}
 	if !io.Quiet {

@@ -12,9 +12,9 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
-	"github.com/plan-dev/plan/internal/benchapi"
+	"github.com/plan-dev/plan/internal/onformats/benchapi"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner/schedule"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	dpworkload "github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
-	"github.com/plan-dev/plan/internal/systems"
 )
 
 // Args are `plan workload from-trace`'s inputs.

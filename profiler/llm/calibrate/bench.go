@@ -25,7 +25,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/jsonx"
-	"github.com/plan-dev/plan/internal/gammarand"
+	"github.com/plan-dev/plan/internal/base/gammarand"
 )
 
 // Format is the kind of measured run ReadBenchResult reads (formats.LLMCalibration.Format).

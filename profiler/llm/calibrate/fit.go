@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 )
 
 // Factors are the three corrections of an LLM profile's iteration curves (LLM engine digest

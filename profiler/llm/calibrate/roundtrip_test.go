@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	runprofile "github.com/plan-dev/plan/internal/run/profile"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/profiler/llm/calibrate"
 )

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/quantile"
+	"github.com/plan-dev/plan/internal/base/quantile"
 )
 
 // The search over the three factors is deterministic and needs no gradient (a replay's times

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plan-dev/plan/internal/testmode"
+	"github.com/plan-dev/plan/internal/base/testmode"
 	"github.com/plan-dev/plan/serve"
 	serveap "github.com/plan-dev/plan/serve/autopilot"
 	"github.com/plan-dev/plan/sim"

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/plan-dev/plan/internal/testmode"
+	"github.com/plan-dev/plan/internal/base/testmode"
 )
 
 // burstyTrace writes a synthetic bursty counts trace (1 s counts over 20 minutes) of the

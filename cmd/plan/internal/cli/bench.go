@@ -13,11 +13,11 @@ import (
 	"github.com/plan-dev/plan/bench/speedbench"
 	"github.com/plan-dev/plan/bench/vllmruns"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/benchapi"
-	progressline "github.com/plan-dev/plan/internal/progress"
+	progressline "github.com/plan-dev/plan/internal/base/progress"
+	"github.com/plan-dev/plan/internal/onformats/benchapi"
+	"github.com/plan-dev/plan/internal/registry/system"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/replay"
-	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -86,7 +86,7 @@ func newBenchSubcommand(app *App, nb func() benchapi.Bench) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// On a terminal the bench's status line shows at once and follows its progress;
-			// piped, one summary line when it ends; --quiet, nothing (internal/progress).
+			// piped, one summary line when it ends; --quiet, nothing (internal/base/progress).
 			task := progressline.NewStatus(app.Err, app.Quiet, "bench "+h.Name)
 			progress := func(format string, a ...any) { task.Note(fmt.Sprintf(format, a...)) }
 			infof := app.Infof

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/formats"
-	progressline "github.com/plan-dev/plan/internal/progress"
-	"github.com/plan-dev/plan/internal/quantile"
+	progressline "github.com/plan-dev/plan/internal/base/progress"
+	"github.com/plan-dev/plan/internal/base/quantile"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/corpus"
 )

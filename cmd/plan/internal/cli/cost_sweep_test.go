@@ -9,7 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/internal/testmode"
+	"github.com/plan-dev/plan/internal/base/testmode"
 )
 
 // costSweepMax is the largest rates the GPUs available in testdata/cost/cluster-priced.yaml

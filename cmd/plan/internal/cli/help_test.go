@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plan-dev/plan/internal/system"
-	"github.com/plan-dev/plan/internal/systems"
-	"github.com/plan-dev/plan/internal/systems/toysys"
+	"github.com/plan-dev/plan/internal/registry/system"
+	"github.com/plan-dev/plan/internal/registry/systems"
+	"github.com/plan-dev/plan/internal/registry/systems/toysys"
 	"github.com/plan-dev/plan/serve"
 )
 

@@ -12,7 +12,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/openai"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plan-dev/plan/internal/promcheck"
+	"github.com/plan-dev/plan/internal/base/promcheck"
 	"github.com/plan-dev/plan/serve"
 )
 

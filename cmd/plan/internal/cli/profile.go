@@ -135,7 +135,7 @@ flags win over the log, the log over the defaults; --kv-capacity-tokens over the
 size, the log's over the estimate.
 The profile is validated and written atomically; a summary table goes to stdout.`
 
-// profileExamples are plan profile's examples (each run by internal/readme's example test).
+// profileExamples are plan profile's examples (each run by internal/base/readme's example test).
 const profileExamples = `  plan profile                                   # the demo model
   plan profile --zoo efficientnet-b8 --gpu L4,P4,T4,V100 -o effnet.json
   plan profile --zoo resnet50 --batch 1-8 --vgpu 1-4 --partition greedy

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	progressline "github.com/plan-dev/plan/internal/progress"
-	"github.com/plan-dev/plan/internal/testmode"
+	progressline "github.com/plan-dev/plan/internal/base/progress"
+	"github.com/plan-dev/plan/internal/base/testmode"
 )
 
 // startedLine is a status line drawn before anything is done: "label: 3ms" (a status, or a

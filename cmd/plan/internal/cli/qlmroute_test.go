@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plan-dev/plan/internal/goldencases"
+	"github.com/plan-dev/plan/internal/base/goldencases"
 )
 
 // TestQLMCostMixAttainment: the least-cost mixed LLM fleet holds its SLOs in simulation as

@@ -9,9 +9,9 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
-	"github.com/plan-dev/plan/internal/goldencases"
+	"github.com/plan-dev/plan/internal/base/goldencases"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run/validate"
-	"github.com/plan-dev/plan/internal/systems"
 )
 
 // TestRoundTripEveryWrittenKind: every kind of file plan writes (exports aside) is written by

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/plan-dev/plan/internal/optflag"
+	"github.com/plan-dev/plan/internal/base/optflag"
 	"github.com/plan-dev/plan/internal/run"
 	runserve "github.com/plan-dev/plan/internal/run/serve"
 	"github.com/plan-dev/plan/serve"

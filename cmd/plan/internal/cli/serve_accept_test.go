@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run/check"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/kserve"
 )

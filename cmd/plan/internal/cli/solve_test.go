@@ -12,15 +12,15 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
-	"github.com/plan-dev/plan/internal/goldencases"
-	"github.com/plan-dev/plan/internal/system"
-	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/internal/base/goldencases"
+	"github.com/plan-dev/plan/internal/registry/system"
+	"github.com/plan-dev/plan/internal/registry/systems"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // goldenCases are the plans `make test` re-checks with `plan check --golden --resolve`,
-// with the solve arguments that write each (internal/goldencases: the README and help-example
+// with the solve arguments that write each (internal/base/goldencases: the README and help-example
 // tests recognise a documented solve that is one of them). Paths are relative to the
 // repository root (the tests chdir there).
 var goldenCases = goldencases.Cases

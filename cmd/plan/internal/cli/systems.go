@@ -9,13 +9,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/plan-dev/plan/internal/optflag"
+	"github.com/plan-dev/plan/internal/base/optflag"
+	"github.com/plan-dev/plan/internal/registry/system"
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run"
-	"github.com/plan-dev/plan/internal/system"
-	"github.com/plan-dev/plan/internal/systems"
 )
 
-// The systems table is generated from the registry (internal/systems), never written by
+// The systems table is generated from the registry (internal/registry/systems), never written by
 // hand: `plan --help`, `plan systems` and `plan solve --help` show what the registry holds.
 
 // systemInfo is one system as `plan systems -O json` prints it.

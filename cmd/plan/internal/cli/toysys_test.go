@@ -13,16 +13,16 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/registry/systems"
+	"github.com/plan-dev/plan/internal/registry/systems/toysys"
 	"github.com/plan-dev/plan/internal/run/frontier"
-	"github.com/plan-dev/plan/internal/systems"
-	"github.com/plan-dev/plan/internal/systems/toysys"
 	"github.com/plan-dev/plan/planner/schedule"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/sim"
 )
 
 // A sixth system is new packages plus one registry line: the toy system
-// (internal/systems/toysys) goes through validate, solve, simulate, serve, check and export with
+// (internal/registry/systems/toysys) goes through validate, solve, simulate, serve, check and export with
 // no shared package knowing it; this test's registry line is the only place it is named.
 func TestToySystem(t *testing.T) {
 	reg := systems.InTreeWith(toysys.New)

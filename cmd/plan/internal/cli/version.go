@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/buildinfo"
+	"github.com/plan-dev/plan/internal/base/buildinfo"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -24,7 +24,7 @@ type versionInfo struct {
 	APIVersion   string `json:"api_version"`
 }
 
-// buildVersion reads the version and commit the Makefile stamps (internal/buildinfo), with
+// buildVersion reads the version and commit the Makefile stamps (internal/base/buildinfo), with
 // the Go, platform and format versions beside them.
 func buildVersion() versionInfo {
 	b := buildinfo.Read()

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plan-dev/plan/internal/buildinfo"
+	"github.com/plan-dev/plan/internal/base/buildinfo"
 )
 
 // TestVersionStamp: the version and commit the Makefile stamps through -ldflags -X are what
@@ -28,7 +28,7 @@ func TestVersionStamp(t *testing.T) {
 }
 
 // TestMakefileStampsAndInstalls: `make -n` (prints, runs nothing) shows the build stamping
-// the variables internal/buildinfo declares and `make install` placing the binary in PREFIX/bin and
+// the variables internal/base/buildinfo declares and `make install` placing the binary in PREFIX/bin and
 // ONNX Runtime in PREFIX/lib/plan, where profiler/measure looks.
 func TestMakefileStampsAndInstalls(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
@@ -41,8 +41,8 @@ func TestMakefileStampsAndInstalls(t *testing.T) {
 		t.Fatalf("make -n install: %v\n%s", err, out)
 	}
 	for _, w := range []string{
-		"-X github.com/plan-dev/plan/internal/buildinfo.stampVersion=v9.9.9",
-		"-X github.com/plan-dev/plan/internal/buildinfo.stampCommit=c0ffee",
+		"-X github.com/plan-dev/plan/internal/base/buildinfo.stampVersion=v9.9.9",
+		"-X github.com/plan-dev/plan/internal/base/buildinfo.stampCommit=c0ffee",
 		"install -m 0755 bin/plan /opt/p/bin/plan",
 		"/opt/p/lib/plan/libonnxruntime.so",
 	} {

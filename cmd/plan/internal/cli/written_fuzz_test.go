@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/plan-dev/plan/internal/registry/systems"
 	"github.com/plan-dev/plan/internal/run/validate"
-	"github.com/plan-dev/plan/internal/systems"
 )
 
 // FuzzWrittenKinds: whatever the bytes, recognising a written kind and reading it never
