@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/llmspec"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
@@ -219,22 +220,30 @@ func TestPredictArrivals(t *testing.T) {
 	}
 }
 
-// TestPredictionInTwoParts: a prediction started and then completed is Predict's, byte for
-// byte, and its verdict at the rates (Rates, what RatesOnly returns) is the complete one
-// without the search's fields: for the bundled QLM plan (its search above 1) and for a PPipe
-// deployment past its rates (a miss at 1, so the loads below).
-func TestPredictionInTwoParts(t *testing.T) {
+// searchCases are the two predictions whose searches the tests below take apart: the
+// bundled QLM plan (its search above 1) and a PPipe deployment of two models at 2× its
+// rates (a miss at 1, so the loads below), with the QLM sweep's config.
+func searchCases(t *testing.T) (*SweepConfig, *formats.Plan, dataplane.Deployment) {
+	t.Helper()
 	cfg := qlmSweep(t)
 	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "export", "qlm", "plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A PPipe deployment of two models, at 2× its rates: a miss at 1.
 	over := *loadDep(t, "mixed.json")
 	over.Apps = slices.Clone(over.Apps)
 	for i := range over.Apps {
 		over.Apps[i].RateRPS *= 2
 	}
+	return cfg, plan, over
+}
+
+// TestPredictionInTwoParts: a prediction started and then completed is Predict's, byte for
+// byte, and its verdict at the rates (Rates, what RatesOnly returns) is the complete one
+// without the search's fields: for the bundled QLM plan (its search above 1) and for a PPipe
+// deployment past its rates (a miss at 1, so the loads below).
+func TestPredictionInTwoParts(t *testing.T) {
+	cfg, plan, over := searchCases(t)
 	for _, tc := range []struct {
 		name string
 		in   PredictInput

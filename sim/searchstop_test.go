@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -105,16 +104,7 @@ func (c *ticking) now() time.Time {
 // sustained rates are at most the complete search's, it says it stopped, it validates, and
 // it is not kept: Complete afterwards searches in full, as a prediction never stopped does.
 func TestCompleteByDeadline(t *testing.T) {
-	cfg := qlmSweep(t)
-	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "export", "qlm", "plan.json"), intree.Sections())
-	if err != nil {
-		t.Fatal(err)
-	}
-	over := *loadDep(t, "mixed.json")
-	over.Apps = slices.Clone(over.Apps)
-	for i := range over.Apps {
-		over.Apps[i].RateRPS *= 2
-	}
+	cfg, plan, over := searchCases(t)
 	for _, tc := range []struct {
 		name string
 		in   PredictInput
