@@ -61,7 +61,11 @@ func RegimeOf(p *formats.LLMProfile) Regime {
 	if r.WeightDType == "" {
 		r.WeightDType = "bf16"
 	}
+	// A model a user brought (--llm-config) is named by its folder: its engine id may
+	// still name a catalogue model or checkpoint.
 	if m, err := Lookup(p.Model); err == nil {
+		r.MoE = m.MoE != nil
+	} else if m, err := LookupHF(p.HFModel); err == nil && p.HFModel != "" {
 		r.MoE = m.MoE != nil
 	}
 	r.Version = p.Engine.Version()

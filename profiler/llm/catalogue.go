@@ -25,6 +25,53 @@ type CatalogueEntry struct {
 	Context     int    `json:"context,omitempty"`
 	ContextNote string `json:"context_note,omitempty"`
 	Source      string `json:"source"`
+	// Checkpoints are quantized re-publications whose quantization differs from what
+	// vLLM's online --quantization of the same dtype does (layers they leave in BF16).
+	Checkpoints []Checkpoint `json:"checkpoints,omitempty"`
+}
+
+// Checkpoint is a quantized re-publication of a catalogue model: its Hugging Face id, its
+// config.json's quantization_config (what ReadConfig reads from the checkpoint itself) and
+// where that comes from.
+type Checkpoint struct {
+	HF                 string          `json:"hf"`
+	QuantizationConfig json.RawMessage `json:"quantization_config"`
+	Source             string          `json:"source"`
+}
+
+// checkpoints are the catalogue's quantized re-publications, read (loadCheckpoints).
+var checkpoints = mustLoad(loadCheckpoints)
+
+// loadCheckpoints reads each index entry's checkpoints: the base model with the
+// checkpoint's quantization_config applied, named by the checkpoint's id.
+func loadCheckpoints() ([]Model, error) {
+	var out []Model
+	for _, e := range Catalogue() {
+		for i, c := range e.Checkpoints {
+			base, err := Lookup(e.Name)
+			if err != nil {
+				return nil, err
+			}
+			field := fmt.Sprintf("catalogue/index.json: %s: checkpoints[%d]", e.Name, i)
+			if c.HF == "" || c.Source == "" {
+				return nil, fmt.Errorf("%s: hf and source are required", field)
+			}
+			q, err := readQuantization(c.QuantizationConfig, func(f string, v any, r string) error {
+				return fmt.Errorf("%s.%s: %v: %s", field, f, v, r)
+			})
+			if err != nil {
+				return nil, err
+			}
+			if q.weights == WeightsBF16 {
+				return nil, fmt.Errorf("%s.quantization_config: missing: a checkpoint listed here is quantized", field)
+			}
+			m := base
+			m.HF, m.Weights, m.BlockFP8 = c.HF, q.weights, q.blockFP8
+			m.AttentionBF16 = (m.Weights == WeightsFP8 || m.Weights == WeightsNVFP4) && m.attentionUnquantized(q.ignore)
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }
 
 // loadCatalogue reads every indexed config through ReadConfig; the index's published
@@ -61,8 +108,10 @@ func loadCatalogue() ([]Model, error) {
 	return out, nil
 }
 
-func mustLoadCatalogue() []Model {
-	ms, err := loadCatalogue()
+func mustLoadCatalogue() []Model { return mustLoad(loadCatalogue) }
+
+func mustLoad(load func() ([]Model, error)) []Model {
+	ms, err := load()
 	if err != nil {
 		// The catalogue is compiled in; TestCatalogue reads it, so this cannot ship broken.
 		panic(err)

@@ -299,9 +299,12 @@ func ReadConfig(file, name string, data []byte) (Model, error) {
 			return Model{}, err
 		}
 	}
-	if m.Weights, m.BlockFP8, err = readQuantization(c.QuantizationConfig, func(f string, v any, r string) error { return bad(f, v, r) }); err != nil {
+	q, err := readQuantization(c.QuantizationConfig, func(f string, v any, r string) error { return bad(f, v, r) })
+	if err != nil {
 		return Model{}, err
 	}
+	m.Weights, m.BlockFP8 = q.weights, q.blockFP8
+	m.AttentionBF16 = (m.Weights == WeightsFP8 || m.Weights == WeightsNVFP4) && m.attentionUnquantized(q.ignore)
 	if m.Weights == WeightsMXFP4 && m.MoE == nil {
 		return Model{}, bad("quantization_config.quant_method", "mxfp4", "quantizes experts: the model has none")
 	}
@@ -478,8 +481,48 @@ func readMLA(m *Model, c hfConfig, need func(string, *int, int) (int, error)) er
 // fp8 (quant_method fp8, block-scaled where it gives weight_block_size; modelopt FP8; compressed-tensors 8-bit float weights), mxfp4
 // (gpt-oss), nvfp4 (modelopt NVFP4; compressed-tensors 4-bit float weights). INT8 and INT4
 // methods (AWQ, GPTQ, bitsandbytes, compressed-tensors integer) are refused: no measured
-// dense GEMM table times them.
-func readQuantization(raw json.RawMessage, bad func(string, any, string) error) (WeightDType, bool, error) {
+// dense GEMM table times them. Its ignore list (compressed-tensors' ignore, vLLM's
+// ignored_layers, Hugging Face's modules_to_not_convert, ModelOpt's exclude_modules) says
+// which linear layers stay BF16; the step model reads whether the attention projections do.
+func readQuantization(raw json.RawMessage, bad func(string, any, string) error) (quantization, error) {
+	w, block, err := readQuantMethod(raw, bad)
+	if err != nil || w == WeightsBF16 {
+		return quantization{weights: w, blockFP8: block}, err
+	}
+	var lists map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &lists) // an object: readQuantMethod read it
+	var rules []ignoreRule
+	for _, f := range []string{"ignore", "ignored_layers", "modules_to_not_convert", "exclude_modules"} {
+		v, ok := lists[f]
+		if !ok || string(v) == "null" {
+			continue
+		}
+		var entries []string
+		if err := json.Unmarshal(v, &entries); err != nil {
+			return quantization{}, bad("quantization_config."+f, string(v), "must be a list of module names or patterns")
+		}
+		for i, e := range entries {
+			r, err := parseIgnoreRule(e)
+			if err != nil {
+				return quantization{}, bad(fmt.Sprintf("quantization_config.%s[%d]", f, i), strconv.Quote(e), err.Error())
+			}
+			rules = append(rules, r)
+		}
+	}
+	return quantization{weights: w, blockFP8: block, ignore: rules}, nil
+}
+
+// quantization is what a checkpoint's quantization_config says: the weight dtype, FP8
+// block scaling, and the modules it leaves unquantized (its ignore list, in any of the
+// formats' names for it).
+type quantization struct {
+	weights  WeightDType
+	blockFP8 bool
+	ignore   []ignoreRule
+}
+
+// readQuantMethod is readQuantization's method and weight format.
+func readQuantMethod(raw json.RawMessage, bad func(string, any, string) error) (WeightDType, bool, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return WeightsBF16, false, nil
 	}

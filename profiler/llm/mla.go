@@ -37,15 +37,16 @@ func (d Deployment) mlaProjUs(b *Breakdown, tokens int) float64 {
 	m, a := d.Model, d.Model.MLA
 	heads := m.Heads / d.TP
 	qk := a.QKNope + a.QKRope
+	dt := m.attnDType()
 	var us float64
 	if a.QLoraRank > 0 {
-		us += d.gemmUs(b, tokens, a.QLoraRank, m.Hidden) + d.gemmUs(b, tokens, heads*qk, a.QLoraRank)
+		us += d.gemmAt(b, dt, tokens, a.QLoraRank, m.Hidden) + d.gemmAt(b, dt, tokens, heads*qk, a.QLoraRank)
 	} else {
-		us += d.gemmUs(b, tokens, heads*qk, m.Hidden)
+		us += d.gemmAt(b, dt, tokens, heads*qk, m.Hidden)
 	}
-	us += d.gemmUs(b, tokens, a.latentWidth(), m.Hidden)
-	us += d.gemmUs(b, tokens, heads*(a.QKNope+a.VHeadDim), a.KVLoraRank)
-	return us + d.gemmUs(b, tokens, m.Hidden, heads*a.VHeadDim)
+	us += d.gemmAt(b, dt, tokens, a.latentWidth(), m.Hidden)
+	us += d.gemmAt(b, dt, tokens, heads*(a.QKNope+a.VHeadDim), a.KVLoraRank)
+	return us + d.gemmAt(b, dt, tokens, m.Hidden, heads*a.VHeadDim)
 }
 
 // mlaPrefillUs is one layer's attention over a chunk of tokens after ctx cached ones: the

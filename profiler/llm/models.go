@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -34,6 +35,11 @@ type Model struct {
 	// are 128×128 block-scaled (DeepSeek's checkpoints: weight_block_size).
 	Weights  WeightDType
 	BlockFP8 bool
+	// AttentionBF16: the quantized checkpoint leaves every layer's attention projections in
+	// BF16 (its quantization_config's ignore list names them: llm-compressor's Llama-4 FP8
+	// recipe), so they are read and timed at BF16 while the MLPs and experts are quantized.
+	// vLLM's online --quantization fp8 quantizes them: false.
+	AttentionBF16 bool
 	// MLA is multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): nil for grouped-query
 	// attention.
 	MLA *MLA
@@ -93,7 +99,7 @@ func (m Model) SameShapes(o Model) bool {
 	same := m.Layers == o.Layers && m.Hidden == o.Hidden && m.Heads == o.Heads && m.KVHeads == o.KVHeads &&
 		m.HeadDim == o.HeadDim && m.Intermediate == o.Intermediate && m.Vocab == o.Vocab &&
 		m.TiedEmbeddings == o.TiedEmbeddings && m.Weights == o.Weights && (m.MoE == nil) == (o.MoE == nil)
-	same = same && m.BlockFP8 == o.BlockFP8 && (m.MLA == nil) == (o.MLA == nil) && (m.MLA == nil || *m.MLA == *o.MLA)
+	same = same && m.BlockFP8 == o.BlockFP8 && m.AttentionBF16 == o.AttentionBF16 && (m.MLA == nil) == (o.MLA == nil) && (m.MLA == nil || *m.MLA == *o.MLA)
 	return same && (m.MoE == nil || *m.MoE == *o.MoE)
 }
 
@@ -186,16 +192,20 @@ func (m Model) ActiveParams() float64 {
 }
 
 // WeightBytes is the weights' size: the published parameter count at two bytes (BF16), less
-// what quantization saves on the decoder's linear layers (all of them for FP8 and NVFP4,
-// the routed experts for MXFP4; embeddings, LM head, norms and routers stay BF16, as vLLM
-// loads them).
+// what quantization saves on the decoder's linear layers (all of them for FP8 and NVFP4 but
+// the attention projections a checkpoint leaves unquantized, the routed experts for MXFP4;
+// embeddings, LM head, norms and routers stay BF16, as vLLM loads them).
 func (m Model) WeightBytes() int64 {
 	b := m.ParamsB * 1e9 * 2
+	quantized := m.decoderLinearParams(false)
+	if m.AttentionBF16 {
+		quantized -= float64(m.Layers) * m.attnParams()
+	}
 	switch m.Weights {
 	case WeightsFP8:
-		b -= m.decoderLinearParams(false) * (2 - 1)
+		b -= quantized * (2 - 1)
 	case WeightsNVFP4:
-		b -= m.decoderLinearParams(false) * (2 - fp4Bytes)
+		b -= quantized * (2 - fp4Bytes)
 	case WeightsMXFP4:
 		b -= m.decoderLinearParams(true) * (2 - fp4Bytes)
 	}
@@ -265,9 +275,10 @@ func (m Model) CheckTP(tp int) error {
 // base/chat/instruct variant (same shapes), or a quantized re-publication whose name ends
 // in a quantization suffix (RedHatAI's and Neural Magic's "-FP8-dynamic", "-FP8",
 // "-quantized.w8a8"…): the model's shapes are the base model's, and the dtype is the
-// caller's to set (Quantize). Case does not matter.
+// caller's to set (Quantize). A checkpoint the catalogue lists (Checkpoint) comes with its
+// own quantization, which may leave layers in BF16. Case does not matter.
 func LookupHF(id string) (Model, error) {
-	for _, m := range models {
+	for _, m := range append(slices.Clip(checkpoints), models...) {
 		if strings.EqualFold(m.HF, id) {
 			return m, nil
 		}

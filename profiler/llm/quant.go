@@ -2,6 +2,8 @@ package llm
 
 import (
 	"fmt"
+	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -117,4 +119,104 @@ func (w WeightDType) moeDType() kerneltab.DType {
 		return kerneltab.MXFP4
 	}
 	return kerneltab.BF16
+}
+
+// attentionModules are the names one layer's attention projections go by in a checkpoint:
+// grouped-query attention's (and the fused qkv_proj some loaders use) and latent
+// attention's, under the plain and the multimodal wrapper's prefixes.
+func (m Model) attentionModules(layer int) []string {
+	projs := []string{"q_proj", "k_proj", "v_proj", "o_proj"}
+	if m.MLA != nil {
+		projs = []string{"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"}
+		if m.MLA.QLoraRank == 0 {
+			projs = []string{"q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"}
+		}
+	}
+	var out []string
+	for _, prefix := range []string{"model.layers", "language_model.model.layers"} {
+		for _, p := range projs {
+			out = append(out, fmt.Sprintf("%s.%d.self_attn.%s", prefix, layer, p))
+		}
+	}
+	return out
+}
+
+// ignoreRule is one entry of a quantization_config's list of modules left unquantized,
+// in the forms the formats use: "re:" and a regular expression matched from the name's
+// start (compressed-tensors' ignore), a glob (ModelOpt's exclude_modules), a module class
+// ("Llama4TextAttention": attention modules), a dotted module name (it and its children:
+// vLLM's ignored_layers) or a bare word matched anywhere in the name (Hugging Face's
+// modules_to_not_convert).
+type ignoreRule struct {
+	re   *regexp.Regexp
+	text string
+}
+
+func parseIgnoreRule(s string) (ignoreRule, error) {
+	if expr, ok := strings.CutPrefix(s, "re:"); ok {
+		re, err := regexp.Compile("^(?:" + expr + ")")
+		if err != nil {
+			return ignoreRule{}, fmt.Errorf("not a regular expression: %v", err)
+		}
+		return ignoreRule{re: re}, nil
+	}
+	if strings.ContainsAny(s, "*?[") {
+		if _, err := path.Match(s, ""); err != nil {
+			return ignoreRule{}, fmt.Errorf("not a glob: %v", err)
+		}
+	}
+	return ignoreRule{text: s}, nil
+}
+
+// matches reports whether the rule leaves module name (an attention projection) unquantized.
+func (r ignoreRule) matches(name string) bool {
+	s := r.text
+	switch {
+	case r.re != nil:
+		return r.re.MatchString(name)
+	case strings.ContainsAny(s, "*?["):
+		ok, _ := path.Match(s, name)
+		return ok
+	case !strings.Contains(s, ".") && strings.HasSuffix(s, "Attention"):
+		return true // a class name: these names are all attention modules
+	case strings.Contains(s, "."):
+		return name == s || strings.HasPrefix(name, s+".")
+	}
+	return s != "" && strings.Contains(name, s)
+}
+
+// attentionUnquantized reports whether rules leave every layer's attention projections
+// unquantized (under one of the two prefixes): the checkpoint then runs them in BF16 while
+// its other linear layers are quantized, as llm-compressor's Llama-4 and mixture-of-experts
+// FP8 recipes publish them ("re:.*self_attn" in their ignore lists). Part of the layers is
+// not enough: the step model times one dtype for every layer's projections.
+func (m Model) attentionUnquantized(rules []ignoreRule) bool {
+	if len(rules) == 0 || m.Layers == 0 {
+		return false
+	}
+	for l := 0; l < m.Layers; l++ {
+		names := m.attentionModules(l)
+		half := len(names) / 2
+		covered := func(ns []string) bool {
+			for _, n := range ns {
+				if !slices.ContainsFunc(rules, func(r ignoreRule) bool { return r.matches(n) }) {
+					return false
+				}
+			}
+			return true
+		}
+		if !covered(names[:half]) && !covered(names[half:]) {
+			return false
+		}
+	}
+	return true
+}
+
+// attnDType is the measured-table dtype of the attention projections: BF16 where the
+// checkpoint leaves them unquantized.
+func (m Model) attnDType() kerneltab.DType {
+	if m.AttentionBF16 {
+		return kerneltab.BF16
+	}
+	return m.Weights.gemmDType()
 }

@@ -297,7 +297,8 @@ func (d Deployment) attnProjUs(b *Breakdown, tokens int) float64 {
 	m, tp := d.Model, d.TP
 	qd := m.Heads / tp * m.HeadDim
 	kvd := m.kvHeadsPerGPU(tp) * m.HeadDim
-	return d.gemmUs(b, tokens, qd+2*kvd, m.Hidden) + d.gemmUs(b, tokens, m.Hidden, qd)
+	dt := m.attnDType()
+	return d.gemmAt(b, dt, tokens, qd+2*kvd, m.Hidden) + d.gemmAt(b, dt, tokens, m.Hidden, qd)
 }
 
 // mlpUs is a gated MLP of intermediate size inter split over the TP GPUs: gate and up

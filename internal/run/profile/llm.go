@@ -271,7 +271,9 @@ type llmExplain struct {
 	KV llm.KVMemory `json:"kv_memory"`
 	// Weights is the linear layers' dtype; MoE a mixture-of-experts model's experts, and
 	// ExpertParallel whether they sit whole on the GPUs.
-	Weights        string   `json:"weights"`
+	Weights string `json:"weights"`
+	// AttentionBF16: the checkpoint leaves its attention projections unquantized.
+	AttentionBF16  bool     `json:"attention_bf16,omitempty"`
 	MoE            *llm.MoE `json:"moe,omitempty"`
 	ExpertParallel bool     `json:"expert_parallel,omitempty"`
 }
@@ -314,7 +316,7 @@ func explainLLM(p formats.LLMProfile, link roofline.Link, configs []llm.Model) (
 		_, l := roofline.NewKernels(g).LinkGBps(link)
 		resolved = string(l)
 	}
-	return llmExplain{Model: m.Name, GPU: g.Name, TP: p.GPUCount, Link: resolved, Cells: d.ExplainCells(), Weights: m.Weights.String(), ExpertParallel: ep, MoE: m.MoE,
+	return llmExplain{Model: m.Name, GPU: g.Name, TP: p.GPUCount, Link: resolved, Cells: d.ExplainCells(), Weights: m.Weights.String(), AttentionBF16: m.AttentionBF16, ExpertParallel: ep, MoE: m.MoE,
 		StepTimes: d.StepTimes(), Terms: d.TermsNote(), KV: kvBudget(m, g, p.GPUCount, fp8, batched, seqs, util, block)}, nil
 }
 
@@ -329,6 +331,9 @@ func writeExplain(w io.Writer, es []llmExplain) {
 			link = " over " + e.Link
 		}
 		fmt.Fprintf(w, "\n%s on %d × %s%s: step time by term (ms)\n", e.Model, e.TP, e.GPU, link)
+		if e.AttentionBF16 {
+			e.Weights += " (attention projections bf16: the checkpoint leaves them unquantized)"
+		}
 		if e.MoE != nil {
 			split := fmt.Sprintf("each split over the %d GPUs (tensor parallel)", e.TP)
 			if e.ExpertParallel {
