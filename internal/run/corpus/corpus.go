@@ -52,8 +52,34 @@ type Options struct {
 	Dir string
 	// Parallel is how many cases run at once (0: one per CPU).
 	Parallel int
+	// Optimum, when set, solves every case that wrote a plan again at a gap of OptimumGap
+	// within this time limit: where that long run proves its optimum, the case's plan is
+	// compared with it (Outcome.Optimum).
+	Optimum time.Duration
 	// Progress, when set, is told of each finished case.
 	Progress func(done, total int, o *Outcome)
+}
+
+// OptimumGap is the gap the long-run solve of Options.Optimum is asked to prove; Short is
+// how far below a better plan a case's objective may sit before it counts as short: the
+// PPipe authors' Gurobi default MIPGap, which their reference plans were solved to.
+const (
+	OptimumGap = 1e-6
+	Short      = 1e-4
+)
+
+// Optimum is the long-run solve of a case that wrote a plan.
+type Optimum struct {
+	// Objective is the long run's provenance.objective; Proven says its status is
+	// optimal within OptimumGap, so Objective is the case's optimum.
+	Objective float64 `json:"objective"`
+	Proven    bool    `json:"proven"`
+	// Share is the case's objective over the better of the two: 1 when the case's plan
+	// is at least as good.
+	Share   float64 `json:"share"`
+	Seconds float64 `json:"seconds"`
+	// Err is why the long run wrote no plan.
+	Err string `json:"error,omitempty"`
 }
 
 // Outcome is one case's result.
@@ -79,6 +105,10 @@ type Outcome struct {
 	// SolveSeconds is the solve command's wall time (inputs to written plan, prediction
 	// included), which its --time-limit bounds.
 	SolveSeconds float64 `json:"solve_seconds"`
+	// Objective is the written plan's provenance.objective (the formulation's value).
+	Objective float64 `json:"objective,omitempty"`
+	// Optimum is the long-run comparison (Options.Optimum).
+	Optimum *Optimum `json:"optimum,omitempty"`
 	// Panic is a recovered panic's value and stack.
 	Panic   string  `json:"panic,omitempty"`
 	Seconds float64 `json:"seconds"`
@@ -109,6 +139,12 @@ type Report struct {
 	// OverLimit counts the solves whose wall time passed their --time-limit by more than
 	// 2% (a machine busy with other work stretches them; not a broken case).
 	OverLimit int `json:"over_limit"`
+	// OptimumKnown counts the written plans whose long-run solve proved its optimum
+	// (Options.Optimum); ShortOfOptimum those more than Short below it, and
+	// ShortOfBetter those more than Short below a better long-run plan not proven optimal.
+	OptimumKnown   int `json:"optimum_known,omitempty"`
+	ShortOfOptimum int `json:"short_of_optimum,omitempty"`
+	ShortOfBetter  int `json:"short_of_better,omitempty"`
 	// Reasons counts the refusals by the start of their message.
 	Reasons  map[string]int `json:"refusal_reasons"`
 	Outcomes []Outcome      `json:"outcomes"`
@@ -151,7 +187,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Seed: o.Seed, Cases: len(cases), Regressions: regs, Reasons: map[string]int{}, Outcomes: outs}
+	rep := tally(outs, o)
+	rep.Seed, rep.Regressions = o.Seed, regs
+	return rep, nil
+}
+
+// tally counts the outcomes into a report.
+func tally(outs []Outcome, o Options) *Report {
+	rep := &Report{Cases: len(outs), Reasons: map[string]int{}, Outcomes: outs}
 	for i := range outs {
 		x := &outs[i]
 		if x.SolveSeconds > 1.02*o.TimeLimit.Seconds() {
@@ -172,9 +215,21 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			if x.CheckExit != nil && *x.CheckExit != 0 {
 				rep.CheckFail++
 			}
+			if op := x.Optimum; op != nil && op.Err == "" {
+				short := op.Share < 1-Short
+				switch {
+				case op.Proven:
+					rep.OptimumKnown++
+					if short {
+						rep.ShortOfOptimum++
+					}
+				case short:
+					rep.ShortOfBetter++
+				}
+			}
 		}
 	}
-	return rep, nil
+	return rep
 }
 
 // Cases are the cases a run solves, in order: o.Cases generated from o.First on (the
@@ -257,12 +312,18 @@ func runCase(ctx context.Context, o Options, c gen.Case) (out Outcome) {
 	err = check.Run(ctx, check.Args{Systems: o.Systems, Plan: planPath, Tolerance: "1%"}, cio)
 	ce := exitCode(err)
 	out.CheckExit, out.CheckErr = &ce, errText(err)
-	if plan, err := formats.ReadInto[*formats.Plan](planPath, o.Systems.Sections()); err == nil && plan.Prediction != nil {
-		for _, a := range plan.Prediction.Apps {
-			if a.RateRPS > 0 {
-				out.Sustained = append(out.Sustained, math.Round(a.SustainedRPS/a.RateRPS*1e4)/1e4)
+	if plan, err := formats.ReadInto[*formats.Plan](planPath, o.Systems.Sections()); err == nil {
+		out.Objective = plan.Provenance.Objective
+		if plan.Prediction != nil {
+			for _, a := range plan.Prediction.Apps {
+				if a.RateRPS > 0 {
+					out.Sustained = append(out.Sustained, math.Round(a.SustainedRPS/a.RateRPS*1e4)/1e4)
+				}
 			}
 		}
+	}
+	if o.Optimum > 0 {
+		out.Optimum = longRun(ctx, o, c, dir, pf, out.Objective)
 	}
 	for _, l := range strings.Split(cout.String(), "\n") {
 		if strings.HasPrefix(l, "FAIL") || strings.HasPrefix(l, "MISS") {
@@ -302,3 +363,37 @@ func reason(msg string) string {
 }
 
 var numbers = regexp.MustCompile(`[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?`)
+
+// longRun solves the case again within o.Optimum at OptimumGap, as plan solve would with
+// --gap and --time-limit, and compares objective, the case's plan's, with it.
+func longRun(ctx context.Context, o Options, c gen.Case, dir string, pf []solve.Flag, objective float64) *Optimum {
+	start := time.Now()
+	path := filepath.Join(dir, "plan-optimum.json")
+	var sout, serr bytes.Buffer
+	io := &run.IO{Streams: run.Streams{Out: &sout, Err: &serr}, Quiet: true}
+	err := solve.Run(ctx, solve.Args{
+		Systems: o.Systems,
+		Inputs: solve.Inputs{Profiles: []string{filepath.Join(dir, "profile.json")}, Cluster: filepath.Join(dir, "cluster.json"),
+			Workload: filepath.Join(dir, "workload.json")},
+		Strategy: c.Strategy, TimeLimit: o.Optimum, Gap: OptimumGap, GapSet: true, Out: path, Deterministic: true,
+		PlannerFlags: pf, ToolVersion: "corpus",
+	}, io)
+	op := &Optimum{Seconds: time.Since(start).Seconds()}
+	if err != nil {
+		op.Err = strings.ReplaceAll(errText(err), dir+string(filepath.Separator), "")
+		return op
+	}
+	plan, err := formats.ReadInto[*formats.Plan](path, o.Systems.Sections())
+	if err != nil {
+		op.Err = err.Error()
+		return op
+	}
+	pv := plan.Provenance
+	op.Objective = pv.Objective
+	op.Proven = pv.Status == "optimal" && pv.Gap != nil && *pv.Gap <= OptimumGap*(1+1e-9)
+	op.Share = 1
+	if best := max(op.Objective, objective); best > 0 {
+		op.Share = math.Round(objective/best*1e6) / 1e6
+	}
+	return op
+}

@@ -3,6 +3,7 @@ package corpus
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -143,4 +144,41 @@ func TestRegressionCases(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOptimumComparison: with Options.Optimum a case that wrote a plan is solved again at
+// OptimumGap, and its objective is compared with that run's: the share is the case's
+// objective over the better of the two, and the report counts a proven optimum.
+func TestOptimumComparison(t *testing.T) {
+	if testing.Short() {
+		t.Skip("solves twice: not in -short")
+	}
+	o := Options{Systems: systems.Default(), TimeLimit: 2 * time.Second, Optimum: 10 * time.Second, Dir: t.TempDir()}
+	for i := range 6 {
+		c := gen.Generate(1, i)
+		out := runCase(context.Background(), o, c)
+		if out.SolveExit != 0 {
+			continue
+		}
+		op := out.Optimum
+		if op == nil {
+			t.Fatalf("%s wrote a plan and has no long-run comparison", c.Name)
+		}
+		t.Logf("%s: objective %g; long run %+v", c.Name, out.Objective, *op)
+		if op.Err != "" {
+			t.Fatalf("%s: the long run failed: %s", c.Name, op.Err)
+		}
+		if !(out.Objective > 0) || !(op.Objective > 0) || !(op.Share > 0 && op.Share <= 1) || op.Seconds <= 0 {
+			t.Fatalf("%s: objective %g, long run %+v", c.Name, out.Objective, *op)
+		}
+		if want := math.Min(1, math.Round(out.Objective/op.Objective*1e6)/1e6); op.Share != want {
+			t.Fatalf("%s: share %g, want %g", c.Name, op.Share, want)
+		}
+		rep := tally([]Outcome{out}, o)
+		if rep.Written != 1 || (op.Proven && rep.OptimumKnown != 1) || (!op.Proven && rep.OptimumKnown != 0) {
+			t.Fatalf("report %+v for %+v", rep, *op)
+		}
+		return
+	}
+	t.Fatal("no case of seed 1 wrote a plan: nothing compared")
 }

@@ -27,6 +27,7 @@ type benchCorpusOptions struct {
 	quick     bool
 	authors   bool
 	report    string
+	optimum   time.Duration
 }
 
 // newBenchCorpusCmd is `plan bench ppipe-corpus`: it runs plan's own commands over
@@ -47,10 +48,14 @@ high-class + 75 low-class GPUs, SLO 5x the L4 latency, --rounding stage --replic
 once made solve write a plan contradicting itself) run last. It prints how many cases wrote
 a plan, were refused (exit 2, by reason), exited 1, panicked or wrote a plan check fails,
 and the reproducing command of each broken case; it exits 1 when any case is broken.
+--optimum D solves every case that wrote a plan again at gap 1e-6 within D: where that run
+proves its optimum, the case's provenance.objective is compared with it, and every plan more
+than 0.01% below it (or below a better plan the long run found) is listed as SHORT.
 --report DIR keeps every case's inputs and plan, and writes report.json.`,
 		Example: `  plan bench ppipe-corpus --quick
   plan bench ppipe-corpus --cases 500 --time-limit 5s --report corpus-out
-  plan bench ppipe-corpus --authors --cases 50 --time-limit 3s`,
+  plan bench ppipe-corpus --authors --cases 50 --time-limit 3s
+  plan bench ppipe-corpus --cases 40 --time-limit 10s --optimum 60s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchCorpus(cmd, app, o) },
 	}
@@ -63,6 +68,7 @@ and the reproducing command of each broken case; it exits 1 when any case is bro
 	f.BoolVar(&o.quick, "quick", false, "20 cases at a 2s time limit")
 	f.BoolVar(&o.authors, "authors", false, "the PPipe authors' set-up: three-model groups on 25+75 GPUs, SLO 5x the L4 latency, their planner flags")
 	f.StringVar(&o.report, "report", "", "keep every case's files and plan in DIR, with report.json")
+	f.DurationVar(&o.optimum, "optimum", 0, "solve every case that wrote a plan again at gap 1e-6 within this limit, and compare the plan with the optimum where that run proves it (0: off)")
 	return cmd
 }
 
@@ -81,6 +87,9 @@ func runBenchCorpus(cmd *cobra.Command, app *App, o *benchCorpusOptions) error {
 	if o.timeLimit <= 0 {
 		return run.UsageErrorf("--time-limit: %s: must be > 0", o.timeLimit)
 	}
+	if o.optimum < 0 {
+		return run.UsageErrorf("--optimum: %s: must be >= 0", o.optimum)
+	}
 	dir := o.report
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "plan-corpus-")
@@ -95,7 +104,7 @@ func runBenchCorpus(cmd *cobra.Command, app *App, o *benchCorpusOptions) error {
 	task := progressline.NewStatus(app.Err, app.Quiet, "bench ppipe-corpus")
 	start := time.Now()
 	rep, err := corpus.Run(cmd.Context(), corpus.Options{Systems: app.Systems, Seed: o.seed, First: o.first, Cases: o.cases,
-		Authors: o.authors, TimeLimit: o.timeLimit, Dir: dir, Parallel: o.parallel,
+		Authors: o.authors, TimeLimit: o.timeLimit, Optimum: o.optimum, Dir: dir, Parallel: o.parallel,
 		Progress: func(done, total int, _ *corpus.Outcome) { task.Note(fmt.Sprintf("%d/%d cases", done, total)) }})
 	task.Clear()
 	if err != nil {
@@ -141,6 +150,19 @@ func runBenchCorpus(cmd *cobra.Command, app *App, o *benchCorpusOptions) error {
 				}
 				for _, l := range x.Failed {
 					fmt.Fprintf(app.Out, "  %s\n", l)
+				}
+			}
+		}
+		if o.optimum > 0 {
+			fmt.Fprintf(app.Out, "optimum (a second solve at gap %g within %s): proven for %d of %d written plans; %d more than %g%% below it, %d more than %g%% below a better unproven plan\n",
+				corpus.OptimumGap, o.optimum, rep.OptimumKnown, rep.Written, rep.ShortOfOptimum, corpus.Short*100, rep.ShortOfBetter, corpus.Short*100)
+			for _, x := range rep.Outcomes {
+				if op := x.Optimum; op != nil && op.Err == "" && op.Share < 1-corpus.Short {
+					kind := "a better plan"
+					if op.Proven {
+						kind = "the optimum"
+					}
+					fmt.Fprintf(app.Out, "SHORT %s: objective %.6g is %.4f of %s (%.6g)\n  %s\n", x.Case, x.Objective, op.Share, kind, op.Objective, x.Command)
 				}
 			}
 		}
