@@ -194,7 +194,12 @@ func (m Model) attentionUnquantized(rules []ignoreRule) bool {
 	if len(rules) == 0 || m.Layers == 0 {
 		return false
 	}
+	// Layers past the first checkedLayers (and the last) are named as those are: a config
+	// may state up to 2^24 layers, and each check runs every rule on every name.
 	for l := 0; l < m.Layers; l++ {
+		if l >= checkedLayers && l < m.Layers-1 {
+			continue
+		}
 		names := m.attentionModules(l)
 		half := len(names) / 2
 		covered := func(ns []string) bool {
@@ -211,6 +216,10 @@ func (m Model) attentionUnquantized(rules []ignoreRule) bool {
 	}
 	return true
 }
+
+// checkedLayers bounds the layers attentionUnquantized matches the rules against, beyond the
+// last one: more than any published decoder has.
+const checkedLayers = 256
 
 // attnDType is the measured-table dtype of the attention projections: BF16 where the
 // checkpoint leaves them unquantized.
