@@ -66,8 +66,8 @@ func loadCheckpoints() ([]Model, error) {
 				return nil, fmt.Errorf("%s.quantization_config: missing: a checkpoint listed here is quantized", field)
 			}
 			m := base
-			m.HF, m.Weights, m.BlockFP8 = c.HF, q.weights, q.blockFP8
-			m.AttentionBF16 = (m.Weights == WeightsFP8 || m.Weights == WeightsNVFP4) && m.attentionUnquantized(q.ignore)
+			m.HF = c.HF
+			q.apply(&m)
 			out = append(out, m)
 		}
 	}

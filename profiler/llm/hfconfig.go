@@ -303,8 +303,7 @@ func ReadConfig(file, name string, data []byte) (Model, error) {
 	if err != nil {
 		return Model{}, err
 	}
-	m.Weights, m.BlockFP8 = q.weights, q.blockFP8
-	m.AttentionBF16 = (m.Weights == WeightsFP8 || m.Weights == WeightsNVFP4) && m.attentionUnquantized(q.ignore)
+	q.apply(&m)
 	if m.Weights == WeightsMXFP4 && m.MoE == nil {
 		return Model{}, bad("quantization_config.quant_method", "mxfp4", "quantizes experts: the model has none")
 	}
@@ -519,6 +518,13 @@ type quantization struct {
 	weights  WeightDType
 	blockFP8 bool
 	ignore   []ignoreRule
+}
+
+// apply sets m's weight dtype from q, and whether its attention projections stay BF16 (a
+// quantized checkpoint whose ignore list leaves every layer's out).
+func (q quantization) apply(m *Model) {
+	m.Weights, m.BlockFP8 = q.weights, q.blockFP8
+	m.AttentionBF16 = (m.Weights == WeightsFP8 || m.Weights == WeightsNVFP4) && m.attentionUnquantized(q.ignore)
 }
 
 // readQuantMethod is readQuantization's method and weight format.

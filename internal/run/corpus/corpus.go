@@ -291,16 +291,9 @@ func runCase(ctx context.Context, o Options, c gen.Case) (out Outcome) {
 	}
 	out.Command = cmd + " -o plan.json"
 	planPath := filepath.Join(dir, "plan.json")
-	var sout, serr bytes.Buffer
+	var serr bytes.Buffer
 	solveStart := time.Now()
-	io := &run.IO{Streams: run.Streams{Out: &sout, Err: &serr}, Quiet: true}
-	err := solve.Run(ctx, solve.Args{
-		Systems: o.Systems,
-		Inputs: solve.Inputs{Profiles: []string{filepath.Join(dir, "profile.json")}, Cluster: filepath.Join(dir, "cluster.json"),
-			Workload: filepath.Join(dir, "workload.json")},
-		Strategy: c.Strategy, TimeLimit: o.TimeLimit, Out: planPath, Deterministic: true, PlannerFlags: pf,
-		ToolVersion: "corpus",
-	}, io)
+	err := solveCase(ctx, o, c, dir, pf, solve.Args{TimeLimit: o.TimeLimit, Out: planPath}, &serr)
 	out.SolveSeconds = time.Since(solveStart).Seconds()
 	out.SolveExit, out.SolveErr = exitCode(err), strings.ReplaceAll(errText(err), dir+string(filepath.Separator), "")
 	out.NoPlanInTime = errors.Is(err, planner.ErrNoSolution)
@@ -369,15 +362,8 @@ var numbers = regexp.MustCompile(`[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?`)
 func longRun(ctx context.Context, o Options, c gen.Case, dir string, pf []solve.Flag, objective float64) *Optimum {
 	start := time.Now()
 	path := filepath.Join(dir, "plan-optimum.json")
-	var sout, serr bytes.Buffer
-	io := &run.IO{Streams: run.Streams{Out: &sout, Err: &serr}, Quiet: true}
-	err := solve.Run(ctx, solve.Args{
-		Systems: o.Systems,
-		Inputs: solve.Inputs{Profiles: []string{filepath.Join(dir, "profile.json")}, Cluster: filepath.Join(dir, "cluster.json"),
-			Workload: filepath.Join(dir, "workload.json")},
-		Strategy: c.Strategy, TimeLimit: o.Optimum, Gap: OptimumGap, GapSet: true, Out: path, Deterministic: true,
-		PlannerFlags: pf, ToolVersion: "corpus",
-	}, io)
+	var serr bytes.Buffer
+	err := solveCase(ctx, o, c, dir, pf, solve.Args{TimeLimit: o.Optimum, Gap: OptimumGap, GapSet: true, Out: path}, &serr)
 	op := &Optimum{Seconds: time.Since(start).Seconds()}
 	if err != nil {
 		op.Err = strings.ReplaceAll(errText(err), dir+string(filepath.Separator), "")
@@ -396,4 +382,15 @@ func longRun(ctx context.Context, o Options, c gen.Case, dir string, pf []solve.
 		op.Share = math.Round(objective/best*1e6) / 1e6
 	}
 	return op
+}
+
+// solveCase runs plan solve on the case's files in dir as the corpus does (deterministic,
+// the case's strategy and planner flags), with a's time limit, gap and output; its
+// diagnostics go to errOut.
+func solveCase(ctx context.Context, o Options, c gen.Case, dir string, pf []solve.Flag, a solve.Args, errOut *bytes.Buffer) error {
+	a.Systems, a.Strategy, a.Deterministic, a.PlannerFlags, a.ToolVersion = o.Systems, c.Strategy, true, pf, "corpus"
+	a.Inputs = solve.Inputs{Profiles: []string{filepath.Join(dir, "profile.json")}, Cluster: filepath.Join(dir, "cluster.json"),
+		Workload: filepath.Join(dir, "workload.json")}
+	var sout bytes.Buffer
+	return solve.Run(ctx, a, &run.IO{Streams: run.Streams{Out: &sout, Err: errOut}, Quiet: true})
 }
