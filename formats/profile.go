@@ -141,6 +141,10 @@ type LLMProfile struct {
 	// vLLM's flag names (LLM engine digest §4); nil = vLLM's defaults (LLMEngine).
 	// `plan export` writes the same values as the engine's arguments.
 	Engine *LLMEngine `json:"engine,omitempty"`
+	// KVGroups is the KV layout of a model whose layers mix full and sliding-window
+	// attention (gpt-oss, Gemma-2/3), as vLLM's hybrid KV cache manager lays it out; nil:
+	// every layer keeps every token (one group).
+	KVGroups *LLMKVGroups `json:"kv_groups,omitempty"`
 	// StepTimes says where an analytic profile's step times come from: "measured: ..." (the
 	// GPU's published kernel tables) or "estimated: ..." (a roofline calibrated on the
 	// nearest measured architecture, with its leave-one-GPU-out error band).
@@ -154,6 +158,27 @@ type LLMProfile struct {
 	// ones; nothing reads this block but people and `plan validate`.
 	Calibration *LLMCalibration `json:"calibration,omitempty"`
 }
+
+// LLMKVGroups is a hybrid-attention model's KV layout under vLLM's hybrid KV cache manager
+// (vllm/v1/core/kv_cache_utils.py, _get_kv_cache_groups_uniform_page_size): the layers of
+// each attention type are split into groups of LayersPerGroup layers (the smaller type's
+// count, or the larger's where it is under 1.5 times the smaller; the last group of a type
+// padded), each group with its own block table, and every group's blocks come from one pool
+// of KV blocks, a block holding block_size tokens of LayersPerGroup layers. A request holds
+// in each full-attention group a block per block_size tokens it has, and in each
+// sliding-window group only the blocks its last SlidingWindow tokens span (vLLM frees the
+// rest as the window moves). kv_capacity_tokens is what vLLM's start-up log reports for
+// such a pool: its blocks over the group count, in tokens. vLLM turns the manager off where
+// a KV connector runs (engine.kv_offload_bytes): every group then holds every token.
+type LLMKVGroups struct {
+	Full           int `json:"full"`
+	Sliding        int `json:"sliding"`
+	SlidingWindow  int `json:"sliding_window"`
+	LayersPerGroup int `json:"layers_per_group"`
+}
+
+// Groups is the number of KV cache groups.
+func (g *LLMKVGroups) Groups() int { return g.Full + g.Sliding }
 
 // LLMEngine are the engine settings of an LLM instance, named as vLLM's flags (LLM engine
 // digest §4). Zero values take vLLM V1's defaults for its OpenAI server

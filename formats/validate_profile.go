@@ -355,6 +355,30 @@ func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string, use P
 	if l.Engine != nil {
 		l.Engine.validate(v, field(p, "engine"), l)
 	}
+	if g := l.KVGroups; g != nil {
+		gp := field(p, "kv_groups")
+		atLeast(v, field(gp, "full"), int64(g.Full), 0)
+		atLeast(v, field(gp, "sliding"), int64(g.Sliding), 0)
+		if g.Full >= 0 && g.Sliding >= 0 && g.Groups() < 1 {
+			v.add(field(gp, "sliding"), g.Sliding, "full + sliding must be >= 1: a KV cache has at least one group")
+		}
+		if g.Groups() > MaxKVGroups {
+			v.add(field(gp, "sliding"), g.Sliding, "full + sliding must be <= %d: a group holds at least one layer", MaxKVGroups)
+		}
+		if g.Sliding > 0 {
+			atLeast(v, field(gp, "sliding_window"), int64(g.SlidingWindow), 1)
+		}
+		if int64(g.SlidingWindow) > MaxKVCapacityTokens {
+			v.add(field(gp, "sliding_window"), g.SlidingWindow, "must be <= %d", int64(MaxKVCapacityTokens))
+		}
+		atLeast(v, field(gp, "layers_per_group"), int64(g.LayersPerGroup), 1)
+		if n := int64(g.Groups()); n > 1 && n <= MaxKVGroups && l.KVCapacityTokens > 0 && l.KVCapacityTokens <= MaxKVCapacityTokens && l.KVCapacityTokens*n > MaxKVCapacityTokens {
+			v.add(field(p, "kv_capacity_tokens"), l.KVCapacityTokens, "must be <= %d over %d KV groups: the engine numbers the pool's blocks in 32 bits", int64(MaxKVCapacityTokens)/n, n)
+		}
+		if g.LayersPerGroup > MaxKVGroups {
+			v.add(field(gp, "layers_per_group"), g.LayersPerGroup, "must be <= %d", MaxKVGroups)
+		}
+	}
 	if l.Calibration != nil {
 		l.Calibration.validate(v, field(p, "calibration"))
 	}
@@ -393,6 +417,9 @@ const MaxOutputDelaySteps = 16
 
 // Bounds of the LLM profile fields that scale a simulated engine's memory or time.
 const (
+	// MaxKVGroups bounds a KV layout's group count and layers per group: no published
+	// decoder has more layers.
+	MaxKVGroups = 1024
 	// MaxKVCapacityTokens bounds kv_capacity_tokens: KV blocks are numbered in 32 bits.
 	MaxKVCapacityTokens = 1<<31 - 1
 	// MaxKVBytesPerToken bounds kv_bytes_per_token (16 MiB).

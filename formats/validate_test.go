@@ -138,6 +138,13 @@ func TestValidateProfile(t *testing.T) {
 		{"llm throughput", f, pr(func(p *Profile) { p.LLMs[2].ThroughputTokensPerS = -1 }), []string{`profile.json: llms[2].throughput_tokens_per_s: -1: must be > 0`}},
 		{"llm kv bytes", f, pr(func(p *Profile) { p.LLMs[2].KVBytesPerToken = 0 }), []string{`profile.json: llms[2].kv_bytes_per_token: 0: must be > 0`}},
 		{"llm kv capacity", f, pr(func(p *Profile) { p.LLMs[2].KVCapacityTokens = -1 }), []string{`profile.json: llms[2].kv_capacity_tokens: -1: must be > 0`}},
+		{"llm kv groups none", f, pr(func(p *Profile) { p.LLMs[2].KVGroups = &LLMKVGroups{LayersPerGroup: 1} }), []string{`profile.json: llms[2].kv_groups.sliding: 0: full + sliding must be >= 1: a KV cache has at least one group`}},
+		{"llm kv groups window", f, pr(func(p *Profile) { p.LLMs[2].KVGroups = &LLMKVGroups{Full: 1, Sliding: 1, LayersPerGroup: 4} }), []string{`profile.json: llms[2].kv_groups.sliding_window: 0: must be >= 1`}},
+		{"llm kv groups layers", f, pr(func(p *Profile) { p.LLMs[2].KVGroups = &LLMKVGroups{Full: -1, Sliding: 1, SlidingWindow: 128} }), []string{`profile.json: llms[2].kv_groups.full: -1: must be >= 0`, `profile.json: llms[2].kv_groups.layers_per_group: 0: must be >= 1`}},
+		{"llm kv groups pool", f, pr(func(p *Profile) {
+			p.LLMs[2].KVCapacityTokens = 1 << 30
+			p.LLMs[2].KVGroups = &LLMKVGroups{Full: 1, Sliding: 6, SlidingWindow: 1024, LayersPerGroup: 10}
+		}), []string{`profile.json: llms[2].kv_capacity_tokens: 1073741824: must be <= 306783378 over 7 KV groups: the engine numbers the pool's blocks in 32 bits`}},
 		{"llm avg batch", f, pr(func(p *Profile) { p.LLMs[2].AvgBatch = 0 }), []string{`profile.json: llms[2].avg_batch: 0: must be > 0`}},
 		{"llm epsilon", f, pr(func(p *Profile) { p.LLMs[2].Epsilon = -1 }), []string{`profile.json: llms[2].epsilon: -1: must be > 0 (or omitted)`}},
 		{"llm load cold", f, pr(func(p *Profile) { p.LLMs[2].LoadColdUs = -1 }), []string{`profile.json: llms[2].load_cold_us: -1: must be >= 0`}},

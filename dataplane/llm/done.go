@@ -161,7 +161,7 @@ func (e *Engine) preempt(v *Seq, m *Model, sch Scheduler, fin Finisher, allowSwa
 	if v.Preemptions == 1 {
 		c.PreemptedReqs++
 	}
-	bytes := int64(v.KV) * m.KVBytes
+	bytes := m.KVBytesHeld(v.KV)
 	swap := false
 	if (allowSwap || m.SwapAlways) && !v.Prefilling() {
 		switch m.Preempt {

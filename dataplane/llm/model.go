@@ -32,9 +32,17 @@ type Model struct {
 	// or preemption_mode swap).
 	SwapAlways bool
 	// Block is the KV block in tokens; KVCap the KV cache in tokens; KVBytes per token.
-	Block   int
-	KVCap   int
-	KVBytes int64
+	// Under a hybrid KV layout (Groups) KVCap is the pool's blocks × Block: every group's
+	// blocks counted, which is what Blocks charges a sequence, and KVTokens is the capacity
+	// as the profile and vLLM state it (the pool over the group count).
+	Block    int
+	KVCap    int
+	KVTokens int
+	KVBytes  int64
+	// Groups is the hybrid KV layout the engine allocates under (formats.LLMKVGroups: the
+	// profile's kv_groups while vLLM's hybrid manager is on, i.e. no KV offload); nil: one
+	// group of every layer.
+	Groups *formats.LLMKVGroups
 	// Preempt is how a preempted sequence leaves: auto (swap when the KV round trip beats
 	// recomputing and swap space allows), swap or evict (recompute).
 	Preempt        string
@@ -96,6 +104,16 @@ func NewModel(p *formats.LLMProfile) *Model {
 	m.engine(p.Engine)
 	if p.Engine == nil || p.Engine.Watermark == nil {
 		m.Watermark = formats.DefaultWatermark(m.Alloc)
+	}
+	m.KVTokens = m.KVCap
+	if g := p.KVGroups; g != nil && g.Groups() > 1 {
+		m.Groups = g
+		if m.OffloadBytes > 0 {
+			// vLLM turns the hybrid manager off under a KV connector: every layer holds every
+			// token, so a sequence's tokens cost the same in every group.
+			m.Groups = &formats.LLMKVGroups{Full: g.Groups(), LayersPerGroup: g.LayersPerGroup}
+		}
+		m.KVCap = m.KVCap / m.Block * g.Groups() * m.Block
 	}
 	return m
 }
@@ -230,11 +248,52 @@ func (m *Model) DecodeUs(b, ctx int) dataplane.Time {
 // tokens (vLLM's 16, and every size it accepts) rounds with a mask: the engine rounds every
 // running sequence's KV at every step, and the division was 3% of an LLM deployment
 // search's CPU.
+//
+// Under a hybrid layout (Groups) it is the KV a sequence of that many tokens holds across
+// the groups: a block per Block tokens in each full-attention group, and in each
+// sliding-window group the blocks its last window tokens span, at most
+// ⌈(window − 1)/Block⌉ + 1 (vLLM's SlidingWindowManager frees the blocks wholly before the
+// window as it moves). A prefill chunk briefly holds the chunk's blocks in the sliding
+// groups too; that is not counted.
 func (m *Model) Blocks(tokens int) int {
+	var r int
 	if b := m.Block; b > 0 && b&(b-1) == 0 && tokens >= 0 {
-		return (tokens + b - 1) &^ (b - 1)
+		r = (tokens + b - 1) &^ (b - 1)
+	} else {
+		r = (tokens + m.Block - 1) / m.Block * m.Block
 	}
-	return (tokens + m.Block - 1) / m.Block * m.Block
+	if g := m.Groups; g != nil {
+		return g.Full*r + g.Sliding*min(r, m.windowHeld())
+	}
+	return r
+}
+
+// SeqKV is Blocks without the rounding to whole blocks, at a token count that may be
+// fractional (a mean): the KV one sequence of that many tokens holds, for the planners'
+// closed forms.
+func (m *Model) SeqKV(tokens float64) float64 {
+	if g := m.Groups; g != nil {
+		return float64(g.Full)*tokens + float64(g.Sliding)*min(tokens, float64(m.windowHeld()))
+	}
+	return tokens
+}
+
+// windowHeld is the most KV, in tokens of whole blocks, one sliding-window group holds for
+// a sequence.
+func (m *Model) windowHeld() int {
+	w := m.Groups.SlidingWindow
+	return ((w-1+m.Block-1)/m.Block + 1) * m.Block
+}
+
+// KVBytesHeld is the bytes of KV a sequence holding kv tokens of whole blocks (Blocks'
+// measure) keeps on the GPUs: under a hybrid layout a block of one group holds its
+// LayersPerGroup layers of a token, not every layer.
+func (m *Model) KVBytesHeld(kv int) int64 {
+	if g := m.Groups; g != nil && g.LayersPerGroup > 0 {
+		layers := g.LayersPerGroup * g.Groups()
+		return int64(kv) * m.KVBytes * int64(g.LayersPerGroup) / int64(layers)
+	}
+	return int64(kv) * m.KVBytes
 }
 
 // WatermarkTokens is the KV space admission keeps free, in tokens of whole blocks:
@@ -251,7 +310,25 @@ func (m *Model) MaxPrompt() int {
 	if m.Alloc == formats.KVAllocAdmission {
 		c -= m.WatermarkTokens()
 	}
-	return c
+	return m.TokensWithin(c)
+}
+
+// TokensWithin is the most tokens, in whole blocks, one sequence can have while it holds
+// at most kv (Blocks' measure): kv in whole blocks but under a hybrid layout, where a sequence's
+// tokens cost a block in every group up to the window and then only in the full groups.
+func (m *Model) TokensWithin(kv int) int {
+	g := m.Groups
+	if g == nil || kv <= 0 {
+		return max(kv, 0) / m.Block * m.Block
+	}
+	b, h := m.Block, m.windowHeld()
+	if r := kv / g.Groups() / b * b; r < h {
+		return r // within the window every group pays a block
+	}
+	if g.Full == 0 {
+		return math.MaxInt32 // sliding groups only: a window's blocks hold any length
+	}
+	return (kv - g.Sliding*h) / g.Full / b * b
 }
 
 // IterationUs evaluates a profile's iteration model: the forward time in whole µs of a

@@ -40,7 +40,7 @@ type Result struct {
 // its prompt exceeds what admission allows, prompt + output exceeds max_model_len, or chunked
 // prefill is off and the prompt exceeds the token budget.
 func (m *Model) Refuses(prompt, out int) bool {
-	return prompt+out > m.KVCap/m.Block*m.Block || prompt > m.MaxPrompt() ||
+	return m.Blocks(prompt+out) > m.KVCap/m.Block*m.Block || prompt > m.MaxPrompt() ||
 		(m.MaxModelLen > 0 && prompt+out > m.MaxModelLen) || (!m.Chunked && prompt > m.MaxBatched)
 }
 

@@ -106,7 +106,7 @@ func (m *Model) ModelLen() int {
 	if m.MaxModelLen > 0 {
 		return m.MaxModelLen
 	}
-	return m.KVCap
+	return m.KVTokens
 }
 
 // Settings are the engine's resolved settings in the order the engine report prints them:
@@ -142,7 +142,7 @@ func (m *Model) Settings() []Setting {
 	}
 	out = append(out,
 		Setting{SetPrefixCaching, strconv.FormatBool(m.PrefixCaching), m.SourceOf(SetPrefixCaching)},
-		Setting{SetKVCapacity, itoa(m.KVCap), SourceProfile})
+		Setting{SetKVCapacity, itoa(m.KVTokens), SourceProfile})
 	return out
 }
 

@@ -22,20 +22,25 @@ import (
 // every call bumps the version. Drained, the engine holds nothing.
 func TestEngineInvariants(t *testing.T) {
 	one := 1
+	hybrid := &formats.LLMKVGroups{Full: 1, Sliding: 2, SlidingWindow: 24, LayersPerGroup: 1}
 	for _, tc := range []struct {
 		name   string
 		engine formats.LLMEngine
+		groups *formats.LLMKVGroups
 	}{
-		{"chunk, recompute", formats.LLMEngine{KVAllocation: formats.KVAllocChunk, PreemptionMode: formats.PreemptionRecompute, EnablePrefixCaching: new(false)}},
-		{"admission, next-step release, output delay", formats.LLMEngine{KVAllocation: formats.KVAllocAdmission, Release: formats.ReleaseNextStep, OutputDelaySteps: &one, EnablePrefixCaching: new(false)}},
-		{"swap", formats.LLMEngine{SwapSpace: 1, EnablePrefixCaching: new(false)}},
-		{"full-prompt check, partial prefills", formats.LLMEngine{KVAllocation: formats.KVAllocChunkFullPrompt, MaxNumPartialPrefills: 2, EnablePrefixCaching: new(false)}},
-		{"prefix cache, swap", formats.LLMEngine{SwapSpace: 1, EnablePrefixCaching: new(true)}},
-		{"prefix cache, output delay", formats.LLMEngine{OutputDelaySteps: &one, EnablePrefixCaching: new(true)}},
+		{"chunk, recompute", formats.LLMEngine{KVAllocation: formats.KVAllocChunk, PreemptionMode: formats.PreemptionRecompute, EnablePrefixCaching: new(false)}, nil},
+		{"admission, next-step release, output delay", formats.LLMEngine{KVAllocation: formats.KVAllocAdmission, Release: formats.ReleaseNextStep, OutputDelaySteps: &one, EnablePrefixCaching: new(false)}, nil},
+		{"swap", formats.LLMEngine{SwapSpace: 1, EnablePrefixCaching: new(false)}, nil},
+		{"full-prompt check, partial prefills", formats.LLMEngine{KVAllocation: formats.KVAllocChunkFullPrompt, MaxNumPartialPrefills: 2, EnablePrefixCaching: new(false)}, nil},
+		{"prefix cache, swap", formats.LLMEngine{SwapSpace: 1, EnablePrefixCaching: new(true)}, nil},
+		{"prefix cache, output delay", formats.LLMEngine{OutputDelaySteps: &one, EnablePrefixCaching: new(true)}, nil},
+		{"hybrid KV, chunk, swap", formats.LLMEngine{KVAllocation: formats.KVAllocChunk, SwapSpace: 1, EnablePrefixCaching: new(false)}, hybrid},
+		{"hybrid KV, prefix cache", formats.LLMEngine{EnablePrefixCaching: new(true)}, hybrid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := flatProfile(tc.engine)
 			p.KVBytesPerToken = 1000
+			p.KVGroups = tc.groups
 			if tc.engine.OutputDelaySteps != nil { // flatProfile has none
 				p.Engine.OutputDelaySteps = tc.engine.OutputDelaySteps
 			}

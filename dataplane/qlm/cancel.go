@@ -22,7 +22,7 @@ func (p *Policy) fits(s *seq) bool {
 		p.promptMax = map[string]int{}
 		for _, in := range p.inst {
 			for _, e := range in.llms {
-				p.kvMax[e.name] = max(p.kvMax[e.name], e.m.KVCap/e.m.Block*e.m.Block)
+				p.kvMax[e.name] = max(p.kvMax[e.name], e.m.TokensWithin(e.m.KVCap/e.m.Block*e.m.Block))
 				p.promptMax[e.name] = max(p.promptMax[e.name], e.m.MaxPrompt())
 			}
 		}
@@ -143,7 +143,7 @@ func Limits(dep *dataplane.Deployment) ([]Limit, error) {
 				if in.runs(pr) {
 					m := newLM(pr)
 					// blocks(n) <= kvCap holds for n up to kvCap rounded down to a block.
-					out[i].KVTokens = max(out[i].KVTokens, m.KVCap/m.Block*m.Block)
+					out[i].KVTokens = max(out[i].KVTokens, m.TokensWithin(m.KVCap/m.Block*m.Block))
 					lenSet = lenSet && m.MaxModelLen > 0
 					out[i].MaxModelLen = max(out[i].MaxModelLen, m.MaxModelLen)
 					budgetSet = budgetSet && !m.Chunked

@@ -121,13 +121,14 @@ func (q *shepherdQueue) feasible(p *Policy, in *instance, m *lm, model string, b
 	if model != in.model {
 		t += p.swapSeconds(in, model) * 1e6
 	}
-	prompt, steps, ctx := 0, 0.0, 0.0
+	prompt, steps, ctx, kv := 0, 0.0, 0.0, 0.0
 	for _, s := range b {
 		prompt += s.Prompt
 		steps = math.Max(steps, p95Out(s))
 		ctx += float64(s.Prompt) + p95Out(s)
+		kv += m.SeqKV(float64(s.Prompt) + p95Out(s))
 	}
-	if int(ctx) > m.KVCap {
+	if int(kv) > m.KVCap {
 		return false
 	}
 	t += float64(m.PrefillUs(prompt)) + steps*float64(m.DecodeUs(len(b), int(ctx/2)))

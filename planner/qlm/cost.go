@@ -122,7 +122,7 @@ func newLifeModel(pr *formats.LLMProfile) lifeModel { return lifeModel{eng: llm.
 func (m lifeModel) maxBatch(in, out float64) int {
 	b := m.eng.MaxSeqs
 	if m.eng.KVCap > 0 {
-		b = min(b, int(float64(m.eng.KVCap)/(in+out)))
+		b = min(b, int(float64(m.eng.KVCap)/m.eng.SeqKV(in+out)))
 	}
 	return b
 }

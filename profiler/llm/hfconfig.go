@@ -45,6 +45,10 @@ type hfConfig struct {
 	TieWordEmbeddings  *bool           `json:"tie_word_embeddings"`
 	TorchDtype         string          `json:"torch_dtype"`
 	SlidingWindow      *float64        `json:"sliding_window"`
+	// Sliding-window attention (window.go).
+	LayerTypes           []string `json:"layer_types"`
+	SlidingWindowPattern *int     `json:"sliding_window_pattern"`
+	UseSlidingWindow     *bool    `json:"use_sliding_window"`
 	QuantizationConfig json.RawMessage `json:"quantization_config"`
 	TextConfig         json.RawMessage `json:"text_config"`
 	// Mixture of experts, under each family's names.
@@ -283,6 +287,9 @@ func ReadConfig(file, name string, data []byte) (Model, error) {
 		return Model{}, bad(prefix+"num_attention_heads", m.Heads, fmt.Sprintf("must divide hidden_size (%d) when head_dim is not given", m.Hidden))
 	}
 	m.TiedEmbeddings = c.TieWordEmbeddings != nil && *c.TieWordEmbeddings
+	if err := readWindow(&m, c, func(f string, v any, r string) error { return bad(prefix+f, v, r) }); err != nil {
+		return Model{}, err
+	}
 	if moe {
 		if err := readMoE(&m, c, func(f string, v any, r string) error { return bad(prefix+f, v, r) }, need); err != nil {
 			return Model{}, err

@@ -35,8 +35,11 @@ type KVMemory struct {
 	BytesPerTokenPerGPU int64 `json:"kv_bytes_per_token_per_gpu"`
 	BlockTokens         int   `json:"block_size"`
 	Blocks              int64 `json:"blocks"`
-	// Tokens is Blocks × BlockTokens: the engine's KV capacity.
-	Tokens int64 `json:"tokens"`
+	// Tokens is Blocks × BlockTokens: the engine's KV capacity. Under a hybrid layout
+	// (Groups), Blocks is the pool's blocks of Groups.LayersPerGroup layers each and Tokens
+	// is Blocks over the group count × BlockTokens, as vLLM reports it.
+	Tokens int64                `json:"tokens"`
+	Groups *formats.LLMKVGroups `json:"kv_groups,omitempty"`
 }
 
 // Memory outside the model's tensors [ours, from vLLM's start-up logs' orders of
@@ -68,6 +71,10 @@ type KVSettings struct {
 	MaxSeqs       int     // max_num_seqs: the dummy sampler pass's rows
 	Utilization   float64 // gpu_memory_utilization
 	BlockTokens   int     // block_size
+	// NoHybrid: vLLM's hybrid KV cache manager is off (a KV connector runs, as for
+	// kv_offload_bytes; or --disable-hybrid-kv-cache-manager), so a sliding-window model's
+	// every layer holds every token in one group.
+	NoHybrid bool
 }
 
 // KVBudgetWith is KVBudget under the engine settings s: the budget a server started with
@@ -99,6 +106,15 @@ func KVBudgetWith(m Model, g gpus.Spec, tp int, fp8 bool, s KVSettings) KVMemory
 	k.KVBytes = free
 	k.Blocks = free / (k.BytesPerTokenPerGPU * int64(k.BlockTokens))
 	k.Tokens = k.Blocks * int64(k.BlockTokens)
+	if g := m.KVGroups(); g != nil && !s.NoHybrid {
+		// get_kv_cache_config_from_groups: LayersPerGroup tensors, each shared by one layer
+		// of every group, of free/LayersPerGroup bytes; a block is a page of one layer. The
+		// start-up log's "GPU KV cache size" is the blocks over the groups, in tokens.
+		perLayer := k.BytesPerTokenPerGPU / int64(m.Layers)
+		k.Groups = g
+		k.Blocks = free / (perLayer * int64(k.BlockTokens) * int64(g.LayersPerGroup))
+		k.Tokens = k.Blocks / int64(g.Groups()) * int64(k.BlockTokens)
+	}
 	return k
 }
 

@@ -198,8 +198,9 @@ func EstimateWith(m Model, gpu string, tp int, v Variant) (*formats.LLMProfile, 
 			return nil, err
 		}
 	}
-	kvCap := KVBudgetWith(m, g, tp, fp8, KVSettings{BatchedTokens: engine.MaxNumBatchedTokens, MaxSeqs: engine.MaxNumSeqs,
-		Utilization: engine.GPUMemoryUtilization, BlockTokens: engine.BlockSize}).Tokens
+	budget := KVBudgetWith(m, g, tp, fp8, KVSettings{BatchedTokens: engine.MaxNumBatchedTokens, MaxSeqs: engine.MaxNumSeqs,
+		Utilization: engine.GPUMemoryUtilization, BlockTokens: engine.BlockSize, NoHybrid: engine.KVOffloadBytes > 0})
+	kvCap := budget.Tokens
 	if kvCap < minKVTokens {
 		return nil, fmt.Errorf("LLM %s does not fit %d × %s under these engine settings: room for %d KV tokens, want at least %d", m.Name, tp, g.Name, max(kvCap, 0), minKVTokens)
 	}
@@ -240,6 +241,7 @@ func EstimateWith(m Model, gpu string, tp int, v Variant) (*formats.LLMProfile, 
 		ThroughputTokensPerS: round(avgBatch / step * 1e6),
 		KVBytesPerToken:      m.KVBytesPerToken() * kvElemBytes(fp8) / 2,
 		KVCapacityTokens:     kvCap,
+		KVGroups:             budget.Groups,
 		AvgBatch:             avgBatch,
 		Epsilon:              1,
 		LoadColdUs:           round(float64(w) / (diskGBps * 1e3)),

@@ -43,6 +43,11 @@ type Model struct {
 	// MLA is multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): nil for grouped-query
 	// attention.
 	MLA *MLA
+	// SlidingLayers of the Layers attend only to the last SlidingWindow tokens (gpt-oss's
+	// alternate layers, Gemma-3's five of six: window.go); 0: every layer attends to the
+	// whole context.
+	SlidingLayers int
+	SlidingWindow int
 }
 
 // MLA is a latent-attention layer's ranks (config.json's q_lora_rank, kv_lora_rank,
@@ -99,6 +104,7 @@ func (m Model) SameShapes(o Model) bool {
 	same := m.Layers == o.Layers && m.Hidden == o.Hidden && m.Heads == o.Heads && m.KVHeads == o.KVHeads &&
 		m.HeadDim == o.HeadDim && m.Intermediate == o.Intermediate && m.Vocab == o.Vocab &&
 		m.TiedEmbeddings == o.TiedEmbeddings && m.Weights == o.Weights && (m.MoE == nil) == (o.MoE == nil)
+	same = same && m.SlidingLayers == o.SlidingLayers && m.SlidingWindow == o.SlidingWindow
 	same = same && m.BlockFP8 == o.BlockFP8 && m.AttentionBF16 == o.AttentionBF16 && (m.MLA == nil) == (o.MLA == nil) && (m.MLA == nil || *m.MLA == *o.MLA)
 	return same && (m.MoE == nil || *m.MoE == *o.MoE)
 }

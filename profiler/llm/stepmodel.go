@@ -420,7 +420,18 @@ func (d Deployment) step(b Breakdown, tokens, logits int) Breakdown {
 // ctx tokens already (a chunk of a longer prompt when ctx > 0); logits for its last token.
 func (d Deployment) Prefill(tokens, ctx int) Breakdown {
 	var b Breakdown
-	b.Attention = float64(d.Model.Layers) * d.prefillAttentionUs(&b, tokens, ctx)
+	m := d.Model
+	t := d.prefillAttentionUs(&b, tokens, ctx)
+	b.Attention = float64(m.fullLayers()) * t
+	if m.SlidingLayers > 0 {
+		// A sliding layer visits the window's pairs of the chunk's (window.go), and never
+		// costs less than the chunk alone up to a window's length as a prompt.
+		w := t * windowPairs(tokens, ctx, m.SlidingWindow) / windowPairs(tokens, ctx, 0)
+		if tokens > 0 {
+			w = max(w, d.prefillAttentionUs(&Breakdown{}, min(tokens, m.SlidingWindow), 0))
+		}
+		b.Attention += float64(m.SlidingLayers) * min(w, t)
+	}
 	return d.step(b, tokens, 1)
 }
 
@@ -461,8 +472,19 @@ func (d Deployment) prefillAttentionUs(b *Breakdown, tokens, ctx int) float64 {
 // Decode is one decode step of batch sequences whose KV caches hold ctx tokens each.
 func (d Deployment) Decode(batch int, ctx float64) Breakdown {
 	var b Breakdown
-	b.Attention = float64(d.Model.Layers) * d.decodeAttentionUs(&b, batch, ctx)
+	b.Attention = d.layersDecodeAttentionUs(&b, batch, ctx)
 	return d.step(b, batch, batch)
+}
+
+// layersDecodeAttentionUs is every layer's decode attention: the full-attention layers over
+// ctx tokens, the sliding ones over at most their window.
+func (d Deployment) layersDecodeAttentionUs(b *Breakdown, batch int, ctx float64) float64 {
+	m := d.Model
+	us := float64(m.fullLayers()) * d.decodeAttentionUs(b, batch, ctx)
+	if m.SlidingLayers > 0 {
+		us += float64(m.SlidingLayers) * d.decodeAttentionUs(b, batch, m.windowed(ctx))
+	}
+	return us
 }
 
 func (d Deployment) decodeAttentionUs(b *Breakdown, batch int, ctx float64) float64 {
@@ -489,12 +511,15 @@ func (d Deployment) DecodeUsPerContextToken() float64 {
 	if d.tab != nil {
 		const batch, lo, hi = 64, 256.0, 4096.0
 		var b Breakdown
-		tlo, thi := d.decodeAttentionUs(&b, batch, lo), d.decodeAttentionUs(&b, batch, hi)
+		tlo, thi := d.layersDecodeAttentionUs(&b, batch, lo), d.layersDecodeAttentionUs(&b, batch, hi)
 		if slope := (thi - tlo) / (batch * (hi - lo)); slope > 0 {
-			return slope * float64(m.Layers)
+			return slope
 		}
 	}
+	// A sliding layer reads no more once its window is full: only the full layers' share
+	// of a token's KV grows with the context.
 	perGPU := float64(m.kvBytesPerTokenTP(d.TP)*kvElemBytes(d.kvFP8)/2) / float64(d.TP)
+	perGPU *= float64(m.fullLayers()) / float64(m.Layers)
 	return perGPU / (d.k.Params.EtaMem * d.GPU.MemBWGBps * 1e3)
 }
 

@@ -301,8 +301,10 @@ func explainLLM(p formats.LLMProfile, link roofline.Link, configs []llm.Model) (
 	}
 	fp8 := p.Engine.KVFP8()
 	seqs, batched, util, block := 0, 0, 0.0, 0
+	noHybrid := false
 	if e := p.Engine; e != nil {
 		seqs, batched, util, block = e.MaxNumSeqs, e.MaxNumBatchedTokens, e.GPUMemoryUtilization, e.BlockSize
+		noHybrid = e.KVOffloadBytes > 0
 	}
 	d = d.WithKVCache(fp8).WithEngine(p.Engine.Version(), seqs)
 	ep := p.Engine != nil && p.Engine.EnableExpertParallel
@@ -317,7 +319,7 @@ func explainLLM(p formats.LLMProfile, link roofline.Link, configs []llm.Model) (
 		resolved = string(l)
 	}
 	return llmExplain{Model: m.Name, GPU: g.Name, TP: p.GPUCount, Link: resolved, Cells: d.ExplainCells(), Weights: m.Weights.String(), AttentionBF16: m.AttentionBF16, ExpertParallel: ep, MoE: m.MoE,
-		StepTimes: d.StepTimes(), Terms: d.TermsNote(), KV: kvBudget(m, g, p.GPUCount, fp8, batched, seqs, util, block)}, nil
+		StepTimes: d.StepTimes(), Terms: d.TermsNote(), KV: kvBudget(m, g, p.GPUCount, fp8, batched, seqs, util, block, noHybrid)}, nil
 }
 
 // writeExplain prints one table per explained profile: a row per cell, a column per term
@@ -381,6 +383,10 @@ func writeExplain(w io.Writer, es []llmExplain) {
 		k := e.KV
 		fmt.Fprintf(w, "KV cache per GPU (vLLM's start-up budget): %s × %.2f gpu_memory_utilization − %s weights − %s activation peak (%d batched tokens, %d sequences) − %s workspaces − %s CUDA graphs = %s; ÷ (%d-token blocks × %d B a token) = %d blocks = %d tokens\n",
 			gib(k.GPUBytes), k.Utilization, gib(k.WeightsPerGPU), gib(k.ActivationPeak), k.BatchedTokens, k.MaxSeqs, gib(k.NonTorch), gib(k.CUDAGraphs), gib(k.KVBytes), k.BlockTokens, k.BytesPerTokenPerGPU, k.Blocks, k.Tokens)
+		if g := k.Groups; g != nil {
+			fmt.Fprintf(w, "  hybrid KV layout (vLLM's hybrid KV cache manager): %d full-attention and %d sliding-window groups of %d layers; a block holds %d tokens of one group's layers, so the pool is %d blocks and vLLM reports %d tokens (blocks over groups); a sequence holds a block per %d tokens in a full group and at most its last %d tokens' blocks in a sliding one\n",
+				g.Full, g.Sliding, g.LayersPerGroup, k.BlockTokens, k.Blocks, k.Tokens, k.BlockTokens, g.SlidingWindow)
+		}
 	}
 }
 
@@ -393,7 +399,7 @@ func cellName(c llm.Cell) string {
 
 // kvBudget is the KV budget under the profile's engine settings (zero: vLLM's defaults for
 // the GPU).
-func kvBudget(m llm.Model, g gpus.Spec, tp int, fp8 bool, batched, seqs int, util float64, block int) llm.KVMemory {
+func kvBudget(m llm.Model, g gpus.Spec, tp int, fp8 bool, batched, seqs int, util float64, block int, noHybrid bool) llm.KVMemory {
 	b, s := formats.DefaultBatchedTokens(g.Name)
 	if batched > 0 {
 		b = batched
@@ -401,7 +407,7 @@ func kvBudget(m llm.Model, g gpus.Spec, tp int, fp8 bool, batched, seqs int, uti
 	if seqs > 0 {
 		s = seqs
 	}
-	return llm.KVBudgetWith(m, g, tp, fp8, llm.KVSettings{BatchedTokens: b, MaxSeqs: s, Utilization: util, BlockTokens: block})
+	return llm.KVBudgetWith(m, g, tp, fp8, llm.KVSettings{BatchedTokens: b, MaxSeqs: s, Utilization: util, BlockTokens: block, NoHybrid: noHybrid})
 }
 
 // statedKV sets the one estimated profile's KV capacity to the server's own count

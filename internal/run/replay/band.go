@@ -32,7 +32,14 @@ func expectedError(prof *formats.LLMProfile, recs []sim.RequestRecord) *llm.Band
 		}
 		if last > first {
 			m := dllm.NewModel(prof)
-			r.Utilisation = llm.Utilisation(inUs/float64(last-first), m.MaxSeqs, int64(m.KVCap), ctx/float64(len(recs)))
+			mean := ctx / float64(len(recs))
+			// The cache in sequences of the mean context: under a hybrid KV layout a
+			// sequence's tokens cost more than one token of the pool each (Model.SeqKV).
+			kv := int64(m.KVCap)
+			if per := m.SeqKV(mean); per > 0 {
+				kv = int64(float64(m.KVCap) * mean / per)
+			}
+			r.Utilisation = llm.Utilisation(inUs/float64(last-first), m.MaxSeqs, kv, mean)
 		}
 	}
 	b := llm.BandsFor(r, llm.ValidationRuns())

@@ -1,0 +1,120 @@
+package llm
+
+import (
+	"fmt"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// Sliding-window attention. Some decoders mix layers that attend to the whole context with
+// layers that attend only to the last W tokens: gpt-oss alternates them (W = 128), Gemma-2
+// alternates them and Gemma-3 keeps five sliding layers to one full (W = 1,024 on the
+// published checkpoints). The step model times a sliding layer's attention over at most W
+// tokens of context (FlashAttention skips the key blocks outside the window), and vLLM's
+// hybrid KV cache manager keeps a sliding layer's KV only for the window (LLMKVGroups).
+// Llama-4's chunked local attention is not read as a window: vLLM turns the hybrid manager
+// off for it by default ("latency regression"), so its KV is every token's, and its chunk
+// (8,192 tokens) is longer than the contexts its attention tables hold.
+
+// readWindow reads which layers slide and over how many tokens: config.json's layer_types
+// ("sliding_attention" per layer: gpt-oss, and recent transformers' Gemma and Qwen
+// configs), else Gemma-3's sliding_window_pattern (every pattern-th layer full; 6 when the
+// config leaves it out, as transformers' Gemma3TextConfig does) and Gemma-2's alternation;
+// sliding_window is the window (Gemma's 4,096 when left out). Qwen's use_sliding_window:
+// false turns the window off whatever else the config says. Other families' sliding_window
+// (Mistral-7B-v0.1's, Phi-3's) is not read: vLLM applies a window to a layer only where
+// the model's code marks it sliding, which for those families is layer_types.
+func readWindow(m *Model, c hfConfig, bad func(string, any, string) error) error {
+	if c.UseSlidingWindow != nil && !*c.UseSlidingWindow {
+		return nil
+	}
+	window := 0
+	if c.SlidingWindow != nil {
+		w := *c.SlidingWindow
+		if w < 0 || w > 1<<31-1 || w != float64(int(w)) {
+			return bad("sliding_window", w, "must be a whole number of tokens in [0, 2^31-1]")
+		}
+		window = int(w)
+	}
+	sliding := 0
+	switch {
+	case len(c.LayerTypes) > 0:
+		if len(c.LayerTypes) != m.Layers {
+			return bad("layer_types", fmt.Sprintf("%d entries", len(c.LayerTypes)), fmt.Sprintf("must name each of the num_hidden_layers (%d)", m.Layers))
+		}
+		for i, t := range c.LayerTypes {
+			switch t {
+			case "sliding_attention":
+				sliding++
+			case "full_attention", "chunked_attention", "linear_attention":
+			default:
+				return bad(fmt.Sprintf("layer_types[%d]", i), fmt.Sprintf("%q", t), "not an attention type (sliding_attention, full_attention)")
+			}
+		}
+	case c.ModelType == "gemma3_text" || c.ModelType == "gemma2":
+		pattern := 2
+		if c.ModelType == "gemma3_text" {
+			pattern = 6
+			if c.SlidingWindowPattern != nil {
+				pattern = *c.SlidingWindowPattern
+			}
+		}
+		if pattern < 1 || pattern > 1<<20 {
+			return bad("sliding_window_pattern", pattern, "must be >= 1 (every pattern-th layer attends to the whole context)")
+		}
+		if window == 0 && c.SlidingWindow == nil {
+			window = 4096
+		}
+		sliding = m.Layers - m.Layers/pattern
+	}
+	if sliding == 0 || window == 0 {
+		return nil
+	}
+	m.SlidingLayers, m.SlidingWindow = sliding, window
+	return nil
+}
+
+// fullLayers is how many layers attend to the whole context.
+func (m Model) fullLayers() int { return m.Layers - m.SlidingLayers }
+
+// windowed is the context a sliding layer attends to at ctx tokens.
+func (m Model) windowed(ctx float64) float64 {
+	return min(ctx, float64(m.SlidingWindow))
+}
+
+// windowPairs is the (query, key) pairs a chunk of tokens after ctx cached ones visits
+// under causal attention within a window of w tokens (w ≤ 0: no window): query at position
+// p sees min(p+1, w) keys. FlashAttention's work is these pairs, so a sliding layer's chunk
+// costs the full-attention chunk's time scaled by its pairs over the full chunk's.
+func windowPairs(tokens, ctx, w int) float64 {
+	n, c := float64(tokens), float64(ctx)
+	full := n*c + n*(n+1)/2
+	if w <= 0 || ctx+tokens <= w {
+		return full
+	}
+	if ctx >= w {
+		return n * float64(w)
+	}
+	// Positions ctx…w−1 see p+1 keys, the rest w.
+	k := float64(w - ctx)
+	return k*c + k*(k+1)/2 + (n-k)*float64(w)
+}
+
+// KVGroups is vLLM's hybrid KV cache layout for m (formats.LLMKVGroups), nil where every
+// layer is full attention or every layer slides (one group, which holds every token: vLLM's
+// sliding-window manager for a model of sliding layers only frees outside the window too,
+// but no catalogue model is one).
+func (m Model) KVGroups() *formats.LLMKVGroups {
+	s, f := m.SlidingLayers, m.fullLayers()
+	if s == 0 || f == 0 {
+		return nil
+	}
+	// _get_kv_cache_groups_uniform_page_size: groups of the smaller type's count, or of the
+	// larger's where it is under 1.5 times the smaller; each type's last group padded.
+	size := min(s, f)
+	if hi := max(s, f); float64(hi) < 1.5*float64(size) {
+		size = hi
+	}
+	ceil := func(a int) int { return (a + size - 1) / size }
+	return &formats.LLMKVGroups{Full: ceil(f), Sliding: ceil(s), SlidingWindow: m.SlidingWindow, LayersPerGroup: size}
+}

@@ -1,0 +1,157 @@
+package llm
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/profiler/gpus"
+)
+
+// TestReadWindow: which layers slide, and over how many tokens, in every form a config
+// says it (window.go), and the configs that carry a sliding_window no layer uses.
+func TestReadWindow(t *testing.T) {
+	base := `"hidden_size": 1024, "num_attention_heads": 8, "num_key_value_heads": 8, "intermediate_size": 4096, "vocab_size": 1000, "max_position_embeddings": 8192`
+	for _, tc := range []struct {
+		name            string
+		json            string
+		sliding, window int
+		err             string
+	}{
+		{"layer types", `{"model_type": "llama", "num_hidden_layers": 4, "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"], ` + base + `}`, 2, 128, ""},
+		{"gemma-3 default pattern", `{"model_type": "gemma3_text", "num_hidden_layers": 62, "sliding_window": 1024, ` + base + `}`, 52, 1024, ""},
+		{"gemma-3 pattern 4", `{"model_type": "gemma3_text", "num_hidden_layers": 8, "sliding_window": 512, "sliding_window_pattern": 4, ` + base + `}`, 6, 512, ""},
+		{"gemma-3 default window", `{"model_type": "gemma3_text", "num_hidden_layers": 12, ` + base + `}`, 10, 4096, ""},
+		{"gemma-2 alternates", `{"model_type": "gemma2", "num_hidden_layers": 42, "sliding_window": 4096, ` + base + `}`, 21, 4096, ""},
+		{"qwen window off", `{"model_type": "qwen2", "num_hidden_layers": 2, "use_sliding_window": false, "sliding_window": 4096, "layer_types": ["sliding_attention", "sliding_attention"], ` + base + `}`, 0, 0, ""},
+		{"mistral window not read", `{"model_type": "mistral", "num_hidden_layers": 4, "sliding_window": 4096, ` + base + `}`, 0, 0, ""},
+		{"all full", `{"model_type": "qwen3", "num_hidden_layers": 2, "sliding_window": null, "layer_types": ["full_attention", "full_attention"], ` + base + `}`, 0, 0, ""},
+		{"short layer types", `{"model_type": "llama", "num_hidden_layers": 4, "sliding_window": 128, "layer_types": ["sliding_attention"], ` + base + `}`, 0, 0, `layer_types: 1 entries: must name each of the num_hidden_layers (4)`},
+		{"unknown layer type", `{"model_type": "llama", "num_hidden_layers": 2, "sliding_window": 128, "layer_types": ["sliding_attention", "windowed"], ` + base + `}`, 0, 0, `layer_types[1]: "windowed"`},
+		{"fractional window", `{"model_type": "gemma3_text", "num_hidden_layers": 6, "sliding_window": 10.5, ` + base + `}`, 0, 0, `sliding_window: 10.5`},
+		{"zero pattern", `{"model_type": "gemma3_text", "num_hidden_layers": 6, "sliding_window_pattern": 0, ` + base + `}`, 0, 0, `sliding_window_pattern: 0`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := ReadConfig("c.json", "m", []byte(tc.json))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "c.json") {
+					t.Fatalf("error %v, want one naming c.json and %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.SlidingLayers != tc.sliding || m.SlidingWindow != tc.window {
+				t.Errorf("%d sliding layers of window %d, want %d of %d", m.SlidingLayers, m.SlidingWindow, tc.sliding, tc.window)
+			}
+		})
+	}
+}
+
+// TestKVGroupsAsVLLM: the hybrid layout follows vLLM's grouping rule
+// (_get_kv_cache_groups_uniform_page_size), including its own examples.
+func TestKVGroupsAsVLLM(t *testing.T) {
+	layout := func(layers, sliding int) *formats.LLMKVGroups {
+		return Model{Layers: layers, SlidingLayers: sliding, SlidingWindow: 128}.KVGroups()
+	}
+	for _, tc := range []struct {
+		name            string
+		got             *formats.LLMKVGroups
+		full, sw, group int
+	}{
+		{"gpt-oss-20b: 12 + 12", lookupGroups(t, "gpt-oss-20b"), 1, 1, 12},
+		{"gpt-oss-120b: 18 + 18", lookupGroups(t, "gpt-oss-120b"), 1, 1, 18},
+		{"gemma-3-27b: 10 full, 52 sliding, padded", lookupGroups(t, "gemma-3-27b"), 1, 6, 10},
+		{"12 sliding + 13 full: groups of the larger", layout(25, 12), 1, 1, 13},
+		{"10 full + 20 sliding", layout(30, 20), 1, 2, 10},
+		{"20 full + 30 sliding: not under 1.5×, padded", layout(50, 30), 1, 2, 20},
+		{"20 full + 29 sliding: under 1.5×", layout(49, 29), 1, 1, 29},
+	} {
+		g := tc.got
+		if g == nil || g.Full != tc.full || g.Sliding != tc.sw || g.LayersPerGroup != tc.group {
+			t.Errorf("%s: %+v, want %d full and %d sliding groups of %d", tc.name, g, tc.full, tc.sw, tc.group)
+		}
+	}
+	if g := layout(32, 0); g != nil {
+		t.Errorf("a model of full layers: %+v, want nil", g)
+	}
+	if g := layout(32, 32); g != nil {
+		t.Errorf("a model of sliding layers only: %+v, want nil (one group)", g)
+	}
+}
+
+func lookupGroups(t *testing.T, name string) *formats.LLMKVGroups {
+	t.Helper()
+	m, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.KVGroups()
+}
+
+// TestWindowPairs against counting: query p sees min(p+1, w) keys.
+func TestWindowPairs(t *testing.T) {
+	for _, w := range []int{0, 1, 5, 16, 100} {
+		for _, ctx := range []int{0, 3, 16, 40, 150} {
+			for _, n := range []int{1, 7, 64, 200} {
+				want := 0.0
+				for p := ctx; p < ctx+n; p++ {
+					keys := p + 1
+					if w > 0 {
+						keys = min(keys, w)
+					}
+					want += float64(keys)
+				}
+				if got := windowPairs(n, ctx, w); got != want {
+					t.Errorf("windowPairs(%d, %d, %d) = %g, want %g", n, ctx, w, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestSlidingAttentionCosts: a sliding layer's attention stops growing at its window, in
+// decode and prefill, and the KV budget counts the hybrid pool as vLLM does.
+func TestSlidingAttentionCosts(t *testing.T) {
+	g, _ := gpus.Lookup("H100")
+	for _, name := range []string{"gpt-oss-20b", "gemma-3-27b"} {
+		m, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := m
+		full.SlidingLayers, full.SlidingWindow = 0, 0
+		d, df := mustDeployment(m, g, 1), mustDeployment(full, g, 1)
+		w := float64(m.SlidingWindow)
+		if a, b := d.Decode(8, w).Attention, df.Decode(8, w).Attention; a != b {
+			t.Errorf("%s: decode attention at the window %g µs, full %g µs: want equal", name, a, b)
+		}
+		lo, hi := d.Decode(8, 4*w), df.Decode(8, 4*w)
+		if lo.Attention >= hi.Attention {
+			t.Errorf("%s: decode attention at 4× the window %g µs, not under full attention's %g", name, lo.Attention, hi.Attention)
+		}
+		if p, pf := d.Prefill(8192, 0).Attention, df.Prefill(8192, 0).Attention; p >= pf {
+			t.Errorf("%s: prefill attention of 8,192 tokens %g µs, not under full attention's %g", name, p, pf)
+		}
+		if d.DecodeUsPerContextToken() >= df.DecodeUsPerContextToken() {
+			t.Errorf("%s: context term %g, not under full attention's %g", name, d.DecodeUsPerContextToken(), df.DecodeUsPerContextToken())
+		}
+		k := KVBudget(m, g, 1, false)
+		gr := m.KVGroups()
+		if k.Groups == nil || *k.Groups != *gr {
+			t.Fatalf("%s: budget groups %+v, want %+v", name, k.Groups, gr)
+		}
+		perLayer := k.BytesPerTokenPerGPU / int64(m.Layers)
+		if want := k.KVBytes / (perLayer * 16 * int64(gr.LayersPerGroup)); k.Blocks != want {
+			t.Errorf("%s: %d pool blocks, want %d", name, k.Blocks, want)
+		}
+		if want := k.Blocks / int64(gr.Groups()) * 16; k.Tokens != want {
+			t.Errorf("%s: %d tokens, want the blocks over %d groups: %d", name, k.Tokens, gr.Groups(), want)
+		}
+		off := KVBudgetWith(m, g, 1, false, KVSettings{BatchedTokens: 8192, MaxSeqs: 1024, NoHybrid: true})
+		if off.Groups != nil || off.Tokens != off.KVBytes/(off.BytesPerTokenPerGPU*16)*16 {
+			t.Errorf("%s: hybrid off: groups %+v, %d tokens", name, off.Groups, off.Tokens)
+		}
+	}
+}
