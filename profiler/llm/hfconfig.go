@@ -32,25 +32,25 @@ var wrapperTypes = []string{"llama4", "gemma3", "mistral3"}
 
 // hfConfig is the part of a Hugging Face config.json the step model reads.
 type hfConfig struct {
-	ModelType          string          `json:"model_type"`
-	NameOrPath         string          `json:"_name_or_path"`
-	HiddenSize         *int            `json:"hidden_size"`
-	Layers             *int            `json:"num_hidden_layers"`
-	Heads              *int            `json:"num_attention_heads"`
-	KVHeads            *int            `json:"num_key_value_heads"`
-	HeadDim            *int            `json:"head_dim"`
-	Intermediate       *int            `json:"intermediate_size"`
-	Vocab              *int            `json:"vocab_size"`
-	MaxPosition        *int            `json:"max_position_embeddings"`
-	TieWordEmbeddings  *bool           `json:"tie_word_embeddings"`
-	TorchDtype         string          `json:"torch_dtype"`
-	SlidingWindow      *float64        `json:"sliding_window"`
+	ModelType         string   `json:"model_type"`
+	NameOrPath        string   `json:"_name_or_path"`
+	HiddenSize        *int     `json:"hidden_size"`
+	Layers            *int     `json:"num_hidden_layers"`
+	Heads             *int     `json:"num_attention_heads"`
+	KVHeads           *int     `json:"num_key_value_heads"`
+	HeadDim           *int     `json:"head_dim"`
+	Intermediate      *int     `json:"intermediate_size"`
+	Vocab             *int     `json:"vocab_size"`
+	MaxPosition       *int     `json:"max_position_embeddings"`
+	TieWordEmbeddings *bool    `json:"tie_word_embeddings"`
+	TorchDtype        string   `json:"torch_dtype"`
+	SlidingWindow     *float64 `json:"sliding_window"`
 	// Sliding-window attention (window.go).
-	LayerTypes           []string `json:"layer_types"`
-	SlidingWindowPattern *int     `json:"sliding_window_pattern"`
-	UseSlidingWindow     *bool    `json:"use_sliding_window"`
-	QuantizationConfig json.RawMessage `json:"quantization_config"`
-	TextConfig         json.RawMessage `json:"text_config"`
+	LayerTypes           []string        `json:"layer_types"`
+	SlidingWindowPattern *int            `json:"sliding_window_pattern"`
+	UseSlidingWindow     *bool           `json:"use_sliding_window"`
+	QuantizationConfig   json.RawMessage `json:"quantization_config"`
+	TextConfig           json.RawMessage `json:"text_config"`
 	// Mixture of experts, under each family's names.
 	NumLocalExperts   *int  `json:"num_local_experts"` // Mixtral, Llama-4, gpt-oss
 	NRoutedExperts    *int  `json:"n_routed_experts"`  // DeepSeek
