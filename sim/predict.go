@@ -55,7 +55,16 @@ type PredictInput struct {
 	// traffic burstier than Poisson queues more at the same mean, and a plan that holds its
 	// SLO on Poisson arrivals may not hold it there.
 	Arrivals string
+	// Deadline, when set, ends the runs at the plan's rates (load 1 and its replications)
+	// that StartPrediction makes: one still going then is cancelled and StartPrediction
+	// returns ErrPredictionDeadline, so a command's --time-limit bounds its prediction too.
+	// The headroom search has its own (Prediction.CompleteBy).
+	Deadline time.Time
 }
+
+// ErrPredictionDeadline is StartPrediction's error when PredictInput.Deadline ended the
+// runs at the plan's rates before they finished: without them there is no verdict.
+var ErrPredictionDeadline = errors.New("the time limit ended the plan's prediction at its rates before it finished")
 
 // PredictArrivals parses a prediction's arrival process (PredictInput.Arrivals: "" is
 // Poisson) and returns it with its canonical spelling, the one a prediction records
@@ -145,8 +154,25 @@ func StartPrediction(ctx context.Context, in PredictInput) (*Prediction, error) 
 	p := &Prediction{in: in, cfg: cfg, j: judge{targets: appTargets(dep, cfg.LLM), llm: cfg.LLM, dep: dep},
 		basis: basis, arrivals: arrivals, secs: secs, now: time.Now}
 	cfg.settle = &p.j
+	if !in.Deadline.IsZero() {
+		// The runs at the rates stop at the deadline; the headroom search sets its own
+		// context on its copy of cfg (CompleteBy), so cfg keeps none past this function.
+		rctx, cancel := context.WithDeadlineCause(ctx, in.Deadline, ErrPredictionDeadline)
+		defer cancel()
+		ctx, cfg.Ctx = rctx, rctx
+		defer func() { cfg.Ctx = nil }()
+	}
+	stopped := func(err error) error {
+		if errors.Is(err, ErrPredictionDeadline) {
+			return fmt.Errorf("%w (load 1 and its replications, %.4g s of simulated traffic each)", ErrPredictionDeadline, secs)
+		}
+		return nil
+	}
 	t0 := p.now()
 	if p.at1, err = RunPoint(cfg, 1); err != nil {
+		if e := stopped(err); e != nil {
+			return nil, e
+		}
 		return nil, fmt.Errorf("predicting the plan: load 1: %w", err)
 	}
 	t1 := p.now()
@@ -158,6 +184,9 @@ func StartPrediction(ctx context.Context, in PredictInput) (*Prediction, error) 
 	// one lucky run is no verdict (bursty arrivals scatter runs most).
 	p.v = &sustainCheck{cfg: cfg, seed: in.Seed, j: p.j, reps: map[float64][]Point{}}
 	if p.reps1, err = p.v.replications(ctx, 1); err != nil {
+		if e := stopped(err); e != nil {
+			return nil, e
+		}
 		return nil, err
 	}
 	p.one, p.batch = t1.Sub(t0), p.now().Sub(t1)

@@ -200,3 +200,49 @@ func TestCompleteByDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestStartPredictionDeadline: a deadline ends the runs at the plan's rates. Passed, load 1
+// is cancelled at once with ErrPredictionDeadline; a run cut part way ends soon after the
+// deadline (the engine looks at its context every CancelCheckEvents events), not when its
+// span is simulated; a deadline that leaves the runs their time changes nothing, and the
+// headroom search after them is not bound by it.
+func TestStartPredictionDeadline(t *testing.T) {
+	cfg, plan, _ := searchCases(t)
+	in := PredictInput{Plan: plan, Dep: cfg.Dep, Policies: cfg.Policies, Policy: cfg.Policy.Policy, Seed: 1, SpanScale: 0.1}
+	whole, err := Predict(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	passed := in
+	passed.Deadline = time.Now().Add(-time.Second)
+	if _, err := StartPrediction(t.Context(), passed); !errors.Is(err, ErrPredictionDeadline) {
+		t.Fatalf("a passed deadline: %v, want ErrPredictionDeadline", err)
+	}
+
+	// Part way: the whole span (10× this one) takes far longer than the 20 ms allowed.
+	long := in
+	long.SpanScale = 1
+	long.Deadline = time.Now().Add(20 * time.Millisecond)
+	began := time.Now()
+	_, err = StartPrediction(t.Context(), long)
+	took := time.Since(began)
+	if !errors.Is(err, ErrPredictionDeadline) {
+		t.Fatalf("a deadline 20 ms ahead: %v after %s, want ErrPredictionDeadline", err, took)
+	}
+	t.Logf("cut at 20 ms, returned after %s", took)
+
+	ample := in
+	ample.Deadline = time.Now().Add(time.Hour)
+	p, err := StartPrediction(t.Context(), ample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.cfg.Ctx != nil {
+		t.Error("the runs' deadline context outlives StartPrediction")
+	}
+	got, err := p.Complete(t.Context())
+	if err != nil || !reflect.DeepEqual(got, whole) {
+		t.Fatalf("with an ample deadline: %v\n%+v\nwant\n%+v", err, got, whole)
+	}
+}

@@ -96,8 +96,8 @@ type Outcome struct {
 	// Failed lists check's failing lines.
 	Failed []string `json:"failed,omitempty"`
 	// NoPlanInTime: the solver found no plan within the time limit (exit 1 by the CLI's
-	// contract, planner.ErrNoSolution): no feasible assignment was found, so the property
-	// does not apply.
+	// contract, planner.ErrNoSolution), or found one the limit left no time to check
+	// (sim.ErrPredictionDeadline): no plan is written, so the property does not apply.
 	NoPlanInTime bool `json:"no_plan_in_time,omitempty"`
 	// Sustained is each model's sustained_rps over its stated rate in the written plan's
 	// prediction: how far the planner's capacity model is from the simulation that judges it.
@@ -296,7 +296,7 @@ func runCase(ctx context.Context, o Options, c gen.Case) (out Outcome) {
 	err := solveCase(ctx, o, c, dir, pf, solve.Args{TimeLimit: o.TimeLimit, Out: planPath}, &serr)
 	out.SolveSeconds = time.Since(solveStart).Seconds()
 	out.SolveExit, out.SolveErr = exitCode(err), strings.ReplaceAll(errText(err), dir+string(filepath.Separator), "")
-	out.NoPlanInTime = errors.Is(err, planner.ErrNoSolution)
+	out.NoPlanInTime = errors.Is(err, planner.ErrNoSolution) || errors.Is(err, sim.ErrPredictionDeadline)
 	if out.SolveExit != 0 {
 		return out
 	}

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -69,7 +70,10 @@ func Attempt(ctx context.Context, reg *systems.Registry, pl planner.Planner, in 
 	b := newBudget(ctx, settings.TimeLimit, now)
 	b.by(settings.Deadline)
 	return attempt(ctx, pl, in, settings, note, b, func(p *formats.Plan) (*sim.Prediction, *formats.Prediction, error) {
-		started, err := Start(ctx, reg, p, arrivals)
+		// The runs at the rates end by the command's deadline, less what writing the plan
+		// takes: --time-limit bounds the whole command (a plan its prediction has not
+		// checked is not written).
+		started, err := Start(ctx, reg, p, arrivals, SearchDeadline(settings.Deadline))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -138,6 +142,11 @@ func attempt(ctx context.Context, pl planner.Planner, in planner.Inputs, setting
 		}
 		status(fmt.Sprintf("predicting the plan solved for %.3g× the rates", k))
 		started, spr, err := predict(p)
+		if errors.Is(err, sim.ErrPredictionDeadline) {
+			// The limit ended this check: the plan at the rates stands, with its miss.
+			note(fmt.Sprintf("the plan solved for %.3g× the rates could not be checked within --time-limit %s", k, settings.TimeLimit))
+			return plan, first, nil
+		}
 		if err != nil {
 			return nil, nil, err
 		}

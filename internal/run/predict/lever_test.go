@@ -3,6 +3,7 @@ package predict
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +150,41 @@ func TestRecordedTimeLimit(t *testing.T) {
 		if got := string(recordedTimeLimit(json.RawMessage(tc.in), time.Minute)); got != tc.want {
 			t.Errorf("%s: got %s, want %s", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestResolvePredictionCutKeepsFirst: where the limit ends the prediction of a plan
+// re-solved at a margin (sim.ErrPredictionDeadline), the plan solved at the rates stands with
+// its miss and a note says why; where it ends the first plan's, that is the command's error.
+func TestResolvePredictionCutKeepsFirst(t *testing.T) {
+	w, err := formats.ReadInto[*formats.Workload]("../../../testdata/ppipe/workload-rate.yaml", intree.Sections())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	calls := 0
+	cutSecond := func(*formats.Plan) (*sim.Prediction, *formats.Prediction, error) {
+		calls++
+		if calls > 1 {
+			return nil, nil, sim.ErrPredictionDeadline
+		}
+		return nil, &formats.Prediction{Basis: formats.PredictionBasisRates}, nil
+	}
+	var notes []string
+	pl := &limitPlanner{c: c}
+	plan, _, err := attempt(context.Background(), pl, planner.Inputs{Workload: w}, planner.Settings{TimeLimit: time.Minute},
+		func(n string) { notes = append(notes, n) }, newBudget(context.Background(), time.Minute, c.now), cutSecond)
+	if err != nil || plan == nil || calls != 2 || len(pl.limits) != 2 {
+		t.Fatalf("plan %v, err %v after %d predictions and %d solves: want the first plan kept after the second's prediction was cut", plan, err, calls, len(pl.limits))
+	}
+	if last := notes[len(notes)-1]; !strings.Contains(last, "could not be checked within --time-limit 1m0s") {
+		t.Errorf("last note %q: want it to say the re-solved plan was not checked in time", last)
+	}
+	cutFirst := func(*formats.Plan) (*sim.Prediction, *formats.Prediction, error) {
+		return nil, nil, sim.ErrPredictionDeadline
+	}
+	if _, _, err := attempt(context.Background(), &limitPlanner{c: c}, planner.Inputs{Workload: w}, planner.Settings{TimeLimit: time.Minute},
+		func(string) {}, newBudget(context.Background(), time.Minute, c.now), cutFirst); !errors.Is(err, sim.ErrPredictionDeadline) {
+		t.Errorf("the first plan's prediction cut: %v, want ErrPredictionDeadline", err)
 	}
 }

@@ -34,3 +34,38 @@ func TestExpectedErrorPhrase(t *testing.T) {
 		t.Fatalf("Line = %q: no expected-error clause after the binding SLO", line)
 	}
 }
+
+// TestStoppedSearchPhrases: a prediction whose headroom search the time limit stopped says
+// so in solve's line and its note, and never reads as a complete search ("misses at every
+// load tried", a rate of 0 to size by).
+func TestStoppedSearchPhrases(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		headroom float64
+		tried    []float64
+		want     []string
+	}{
+		{"load 1 alone", 0, []float64{1}, []string{"the headroom search stopped at the time limit before it established a load the plan holds", "(it simulated loads 1×)"}},
+		{"part way", 2, []float64{1, 2}, []string{"holds its targets at least up to 2× its rates (the headroom search stopped at the time limit)", "(it simulated loads 1×, 2×)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr := &formats.Prediction{Method: formats.PredictionMethodSim, Basis: formats.PredictionBasisRates, DurationS: 20, Seed: 1, Headroom: tc.headroom, HeadroomCap: 8, Meets: true,
+				HeadroomSearch: &formats.HeadroomSearch{StoppedEarly: true, Reason: formats.SearchStoppedDeadline, LoadsTried: tc.tried},
+				Apps:           []formats.AppPrediction{{Name: "m0", Attainment: 1, Target: 0.99, Meets: true, RateRPS: 10, P99Ms: 12}}}
+			got := Line(pr) + "\n" + SearchNote(pr)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("missing %q in:\n%s", w, got)
+				}
+			}
+			for _, not := range []string{"misses at every load tried", " 0 req/s"} {
+				if strings.Contains(got, not) {
+					t.Errorf("%q in:\n%s", not, got)
+				}
+			}
+			if !strings.Contains(SearchNote(pr), "stopped early at the time limit") {
+				t.Errorf("note %q: does not name the time limit", SearchNote(pr))
+			}
+		})
+	}
+}

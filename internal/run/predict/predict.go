@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
@@ -38,9 +39,10 @@ func PlanArrivals(ctx context.Context, reg *systems.Registry, plan *formats.Plan
 }
 
 // Start starts plan's prediction under arrivals as PlanArrivals does: the runs at the plan's
-// rates are done, and sim.Prediction.Complete adds the headroom search (see Solve).
-func Start(ctx context.Context, reg *systems.Registry, plan *formats.Plan, arrivals string) (*sim.Prediction, error) {
-	in, err := deploy(reg, plan, sim.PredictInput{Seed: arrivalSeed, SpanScale: 1, Arrivals: arrivals})
+// rates are done, and sim.Prediction.Complete adds the headroom search (see Solve). A
+// deadline (zero: none) ends those runs: past it Start returns sim.ErrPredictionDeadline.
+func Start(ctx context.Context, reg *systems.Registry, plan *formats.Plan, arrivals string, deadline time.Time) (*sim.Prediction, error) {
+	in, err := deploy(reg, plan, sim.PredictInput{Seed: arrivalSeed, SpanScale: 1, Arrivals: arrivals, Deadline: deadline})
 	if err != nil {
 		return nil, err
 	}

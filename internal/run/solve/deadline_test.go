@@ -3,8 +3,8 @@ package solve_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -146,36 +146,29 @@ func lateSystems(refuse bool, calls *atomic.Int32) *systems.Registry {
 	return systems.New(syss...)
 }
 
-// TestDeadlineReachesThePrediction: the command's deadline bounds its plan's headroom search.
-// A planner that returns at the deadline leaves the search no time: the plan is written with
-// its prediction's runs at its rates, the search stopped before its first step (loads tried:
-// 1 alone) and recorded so, the summary says so (the demo misses at its stated rate: no
-// "misses at every load tried", no "size by 0 req/s") and a note names the stop. What is
-// asserted is the record, not the wall time.
+// TestDeadlineReachesThePrediction: the command's deadline bounds its plan's prediction, the
+// runs at the plan's rates included. A planner that returns at the deadline leaves them no
+// time: they are cancelled at once, and a plan they did not check is not written (exit 1,
+// the one thing to change named), rather than the command running past its --time-limit to
+// check it. A prediction cut part way is sim's (TestStartPredictionDeadline); what a
+// stopped headroom search says, predict's (TestStoppedSearchPhrases).
 func TestDeadlineReachesThePrediction(t *testing.T) {
 	if testing.Short() {
 		t.Skip("solves the demo")
 	}
 	var calls atomic.Int32
 	out := filepath.Join(t.TempDir(), "plan.json")
-	code, stdout, stderr := solveRun(t, solve.Args{Systems: lateSystems(false, &calls), TimeLimit: 2 * time.Second, Out: out}, false)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
+	const limit = 2 * time.Second
+	began := time.Now()
+	code, _, stderr := solveRun(t, solve.Args{Systems: lateSystems(false, &calls), TimeLimit: limit, Out: out}, false)
+	took := time.Since(began)
+	if code != 1 || !strings.Contains(stderr, "not checked in time: raise --time-limit (nothing written)") {
+		t.Fatalf("exit %d: %s; want 1 saying the plan was not checked in time", code, stderr)
 	}
-	plan, err := formats.ReadInto[*formats.Plan](out, systems.Default().Sections())
-	if err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a plan was written (%v)", err)
 	}
-	h := plan.Prediction.HeadroomSearch
-	if h == nil || !h.StoppedEarly || h.Reason != formats.SearchStoppedDeadline || !slices.Equal(h.LoadsTried, []float64{1}) {
-		t.Fatalf("prediction.headroom_search %+v: want stopped early at the time limit, load 1 alone tried", h)
-	}
-	if !strings.Contains(stderr, "note: the prediction's headroom search stopped early at the time limit") {
-		t.Errorf("no note of the stopped search on stderr:\n%s", stderr)
-	}
-	if !strings.Contains(stdout, "the headroom search stopped at the time limit") || strings.Contains(stdout, "misses at every load tried") || strings.Contains(stdout, " 0 req/s") {
-		t.Errorf("the summary presents a stopped search as a complete one:\n%s", stdout)
-	}
+	t.Logf("--time-limit %s: the command took %s", limit, took)
 }
 
 // TestDeadlineReachesTheExplanation: a solve refused at the command's deadline leaves its
