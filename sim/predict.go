@@ -163,7 +163,8 @@ func StartPrediction(ctx context.Context, in PredictInput) (*Prediction, error) 
 		defer func() { cfg.Ctx = nil }()
 	}
 	stopped := func(err error) error {
-		if errors.Is(err, ErrPredictionDeadline) {
+		// A caller's own deadline on ctx (not its cancellation) ends them as this one does.
+		if errors.Is(err, ErrPredictionDeadline) || errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("%w (load 1 and its replications, %.4g s of simulated traffic each)", ErrPredictionDeadline, secs)
 		}
 		return nil

@@ -266,21 +266,42 @@ func pruneLatency(t *tmpl, M int, budget float64) float64 {
 	return minLat
 }
 
+// pruneDominated drops, per stage, every option another option of the same blocks and batch
+// dominates: a vGPU level that divides into its own (its slices pack the same GPUs), no
+// slower, and carrying at least as much per GPU. Only options of one (b, i, j) compare, so
+// the stage's options are sorted by it and each run compared within itself: a stage of 59
+// blocks has some 10^5 options, and comparing every pair took seconds no time limit bounds.
 func pruneDominated(t *tmpl) {
 	for d := range t.stages {
 		st := t.stages[d]
+		idx := make([]int, len(st))
+		for k := range idx {
+			idx[k] = k
+		}
+		key := func(o *option) [3]int { return [3]int{o.b, o.i, o.j} }
+		slices.SortFunc(idx, func(x, y int) int {
+			kx, ky := key(&st[x]), key(&st[y])
+			return slices.Compare(kx[:], ky[:])
+		})
 		drop := make([]bool, len(st))
-		for a := range st {
-			for c := range st {
-				o, w := &st[a], &st[c]
-				if a == c || w.v == o.v || w.v%o.v != 0 || w.b != o.b || w.i != o.i || w.j != o.j {
-					continue
-				}
-				if w.C <= o.C && float64(w.v)*w.X >= float64(o.v)*o.X {
-					drop[a] = true
-					break
+		for lo := 0; lo < len(idx); {
+			hi := lo + 1
+			for hi < len(idx) && key(&st[idx[hi]]) == key(&st[idx[lo]]) {
+				hi++
+			}
+			for _, a := range idx[lo:hi] {
+				for _, c := range idx[lo:hi] {
+					o, w := &st[a], &st[c]
+					if a == c || w.v == o.v || w.v%o.v != 0 {
+						continue
+					}
+					if w.C <= o.C && float64(w.v)*w.X >= float64(o.v)*o.X {
+						drop[a] = true
+						break
+					}
 				}
 			}
+			lo = hi
 		}
 		out := st[:0]
 		for a := range st {
