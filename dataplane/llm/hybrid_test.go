@@ -54,10 +54,17 @@ func TestHybridKVCharges(t *testing.T) {
 	if got := m.SeqKV(100); got != 148 {
 		t.Errorf("SeqKV(100) = %g, want 100 + 48", got)
 	}
-	// Settings state the profile's capacity, not the pool's.
+	// Settings state the profile's capacity, not the pool's, and the layout it is under.
+	got := map[string]string{}
 	for _, s := range m.Settings() {
-		if s.Name == llm.SetKVCapacity && s.Value != "160" {
-			t.Errorf("kv_capacity_tokens setting %s, want 160", s.Value)
+		got[s.Name] = s.Value
+	}
+	if got[llm.SetKVCapacity] != "160" || got[llm.SetKVGroups] != "1 full + 1 sliding (window 32) of 12 layers" {
+		t.Errorf("settings kv_capacity_tokens %q, kv_groups %q", got[llm.SetKVCapacity], got[llm.SetKVGroups])
+	}
+	for _, s := range llm.NewModel(flatProfile(formats.LLMEngine{})).Settings() {
+		if s.Name == llm.SetKVGroups {
+			t.Errorf("a one-group cache lists kv_groups %q", s.Value)
 		}
 	}
 }

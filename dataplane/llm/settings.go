@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"fmt"
 	"maps"
 	"strconv"
 
@@ -58,6 +59,7 @@ const (
 	SetKVOffload      = "kv_offload_bytes"
 	SetPrefixCaching  = "enable_prefix_caching"
 	SetKVCapacity     = "kv_capacity_tokens"
+	SetKVGroups       = "kv_groups"
 )
 
 // setFrom records where a setting's value came from.
@@ -143,6 +145,14 @@ func (m *Model) Settings() []Setting {
 	out = append(out,
 		Setting{SetPrefixCaching, strconv.FormatBool(m.PrefixCaching), m.SourceOf(SetPrefixCaching)},
 		Setting{SetKVCapacity, itoa(m.KVTokens), SourceProfile})
+	if g := m.Groups; g != nil {
+		// The hybrid layout the cache is allocated under (what the capacity means).
+		v := fmt.Sprintf("%d full", g.Full)
+		if g.Sliding > 0 {
+			v += fmt.Sprintf(" + %d sliding (window %d)", g.Sliding, g.SlidingWindow)
+		}
+		out = append(out, Setting{SetKVGroups, fmt.Sprintf("%s of %d layers", v, g.LayersPerGroup), SourceProfile})
+	}
 	return out
 }
 
