@@ -41,8 +41,10 @@ type Model struct {
 	KVBytes  int64
 	// Groups is the hybrid KV layout the engine allocates under (formats.LLMKVGroups: the
 	// profile's kv_groups while vLLM's hybrid manager is on, i.e. no KV offload); nil: one
-	// group of every layer.
-	Groups *formats.LLMKVGroups
+	// group of every layer. kvMoreFull, kvSliding and kvWindowHeld are its charges as
+	// Blocks reads them (layout).
+	Groups                              *formats.LLMKVGroups
+	kvMoreFull, kvSliding, kvWindowHeld int
 	// Preempt is how a preempted sequence leaves: auto (swap when the KV round trip beats
 	// recomputing and swap space allows), swap or evict (recompute).
 	Preempt        string
@@ -115,6 +117,7 @@ func NewModel(p *formats.LLMProfile) *Model {
 		}
 		m.KVCap = m.KVCap / m.Block * g.Groups() * m.Block
 	}
+	m.layout()
 	return m
 }
 
@@ -262,10 +265,16 @@ func (m *Model) Blocks(tokens int) int {
 	} else {
 		r = (tokens + m.Block - 1) / m.Block * m.Block
 	}
-	if g := m.Groups; g != nil {
-		return g.Full*r + g.Sliding*min(r, m.windowHeld())
+	// Without a layout both terms are 0; with one, no call either: Blocks stays inlined.
+	return r + m.kvMoreFull*r + m.kvSliding*min(r, m.kvWindowHeld)
+}
+
+// layout sets the hybrid layout's charges from Groups and Block (Blocks reads them).
+func (m *Model) layout() {
+	m.kvMoreFull, m.kvSliding, m.kvWindowHeld = 0, 0, 0
+	if g := m.Groups; g != nil && m.Block > 0 {
+		m.kvMoreFull, m.kvSliding, m.kvWindowHeld = g.Full-1, g.Sliding, m.windowHeld()
 	}
-	return r
 }
 
 // SeqKV is Blocks without the rounding to whole blocks, at a token count that may be

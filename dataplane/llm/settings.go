@@ -98,6 +98,7 @@ func (m *Model) WithFlag(name string, v int) bool {
 		*dst = v
 		m.src = maps.Clone(m.src) // a copied Model keeps its own sources
 		m.setFrom(name, SourceFlag)
+		m.layout() // the window's blocks depend on the block size
 	}
 	return true
 }
