@@ -281,10 +281,7 @@ func (m *Model) layout() {
 // fractional (a mean): the KV one sequence of that many tokens holds, for the planners'
 // closed forms.
 func (m *Model) SeqKV(tokens float64) float64 {
-	if g := m.Groups; g != nil {
-		return float64(g.Full)*tokens + float64(g.Sliding)*min(tokens, float64(m.windowHeld()))
-	}
-	return tokens
+	return tokens + float64(m.kvMoreFull)*tokens + float64(m.kvSliding)*min(tokens, float64(m.kvWindowHeld))
 }
 
 // windowHeld is the most KV, in tokens of whole blocks, one sliding-window group holds for
