@@ -198,7 +198,7 @@ func (ix *poolIndex) build(p *PPipe) {
 // gap's binary search over ends then can land inside a reservation, so such a resource
 // gets no bound until its list is well formed again.
 func (ix *poolIndex) key(r *resources, i int) dataplane.Time {
-	if !r.interval {
+	if !r.fill[i] {
 		return r.iv[i].bu
 	}
 	q := &r.iv[i]
@@ -231,7 +231,7 @@ func (ix *poolIndex) update(r *resources, i int) {
 			}
 		}
 	case i < ix.nw+ix.ns:
-		if r.interval {
+		if r.fill[i] {
 			ix.key(r, i) // well-formedness, for the floor
 		}
 		// The uplink term is the busy-until in both modes (the scan reads busyUntil).
@@ -279,7 +279,7 @@ func (p *PPipe) search(t *poolTree, q *pquery) {
 	}
 	if !q.first {
 		up := p.nw + int(q.src)
-		if !p.res.interval {
+		if !p.res.fill[up] {
 			q.floor = max(q.t, p.res.iv[up].bu) + q.net + q.inf
 			q.offD = q.net + q.inf
 		} else if q.net > 0 && p.ix.wf[up] {

@@ -87,6 +87,16 @@ func attachCheck(tb testing.TB, p *PPipe, probes *int64) {
 	}
 }
 
+// busyNICs puts an attached dispatcher's every resource back in busy-until mode, shared
+// servers' NICs included, and rebuilds the index: the pure busy-until tables, which the
+// default dispatcher keeps only on deployments whose servers each serve one stage.
+func busyNICs(p *PPipe) {
+	for i := range p.res.fill {
+		p.res.fill[i] = false
+	}
+	p.ix.build(p)
+}
+
 // scaleUp makes a Sample deployment k times wider: every pool gets k times the workers,
 // spread over k times the servers (copies placed round-robin, some servers shared by
 // several pools and slices), and the rate grows k-fold.
@@ -131,7 +141,8 @@ func scaleUp(d *dataplane.Deployment, k int, r *rand.Rand) *dataplane.Deployment
 // in both reservation modes.
 func TestIndexMatchesScanRandomStates(t *testing.T) {
 	for seed := uint64(0); seed < 150; seed++ {
-		for _, interval := range []bool{false, true} {
+		for _, mode := range []string{"busy-until", "shared NICs fill gaps", "interval"} {
+			interval := mode == "interval"
 			r := rand.New(rand.NewPCG(seed, 99))
 			dep := scaleUp(Sample(r), 1+r.IntN(12), r)
 			// Some zero transfers and latencies: the bounds' corner cases.
@@ -148,6 +159,9 @@ func TestIndexMatchesScanRandomStates(t *testing.T) {
 			if _, err := dataplane.NewEngine(dep, p, nopEffects{}); err != nil {
 				t.Fatal(err)
 			}
+			if mode == "busy-until" {
+				busyNICs(p)
+			}
 			ref := probeResult{path: make([]dataplane.PathHop, len(p.cand.path))}
 			var now dataplane.Time
 			for step := 0; step < 400; step++ {
@@ -159,10 +173,10 @@ func TestIndexMatchesScanRandomStates(t *testing.T) {
 						p.probe(pp, b, now, &p.cand)
 						p.probeLinear(pp, b, now, &ref)
 						if err := sameProbe(pp, &p.cand, &ref); err != nil {
-							t.Fatalf("seed %d interval %v step %d pipe %d b %d: %v", seed, interval, step, pi, b, err)
+							t.Fatalf("seed %d %s step %d pipe %d b %d: %v", seed, mode, step, pi, b, err)
 						}
 						if f := p.waitFloor(pp, b, now); f > ref.wait {
-							t.Fatalf("seed %d interval %v step %d pipe %d b %d: wait %d below its floor %d", seed, interval, step, pi, b, ref.wait, f)
+							t.Fatalf("seed %d %s step %d pipe %d b %d: wait %d below its floor %d", seed, mode, step, pi, b, ref.wait, f)
 						}
 					}
 				}
@@ -221,6 +235,11 @@ type miniSim struct {
 	h   dataplane.TimeHeap[dataplane.Event]
 	seq uint64
 	r   *rand.Rand
+	// jitter spreads each batch's and transfer's time uniformly within ±jitter of its
+	// nominal one (0.3: ±30%).
+	jitter float64
+	// finish, when set, sees every request at its outcome.
+	finish func(*dataplane.Request)
 }
 
 func (s *miniSim) push(at dataplane.Time, ev dataplane.Event) {
@@ -229,7 +248,7 @@ func (s *miniSim) push(at dataplane.Time, ev dataplane.Event) {
 }
 
 func (s *miniSim) jit(d dataplane.Time) dataplane.Time {
-	return max(d+dataplane.Time((s.r.Float64()-0.5)*0.6*float64(d)), 0)
+	return max(d+dataplane.Time((s.r.Float64()-0.5)*2*s.jitter*float64(d)), 0)
 }
 
 func (s *miniSim) RunBatch(now dataplane.Time, w dataplane.WorkerID, b dataplane.BatchID, hop int, _ dataplane.StageID, _ int, nominal dataplane.Time) {
@@ -246,7 +265,11 @@ func (s *miniSim) SetTimer(at dataplane.Time, key int64) {
 	s.push(at, dataplane.Event{Kind: dataplane.EvTimer, Key: key})
 }
 
-func (s *miniSim) Finish(dataplane.Time, *dataplane.Request) {}
+func (s *miniSim) Finish(_ dataplane.Time, r *dataplane.Request) {
+	if s.finish != nil {
+		s.finish(r)
+	}
+}
 
 // runSim runs dep under pol at load × each application's rate for dur, then drains.
 func runSim(tb testing.TB, dep *dataplane.Deployment, pol dataplane.Policy, load float64, dur dataplane.Time, r *rand.Rand) {
@@ -257,7 +280,13 @@ func runSim(tb testing.TB, dep *dataplane.Deployment, pol dataplane.Policy, load
 // runSimObserved is runSim with an observer of every policy call (Engine.Observe).
 func runSimObserved(tb testing.TB, dep *dataplane.Deployment, pol dataplane.Policy, load float64, dur dataplane.Time, r *rand.Rand, obs func(dataplane.Time, *dataplane.Event, []dataplane.Decision)) {
 	tb.Helper()
-	s := &miniSim{r: r}
+	runMini(tb, &miniSim{r: r, jitter: 0.3}, dep, pol, load, dur, obs)
+}
+
+// runMini is runSimObserved on a given miniSim (its finish hook set by the caller).
+func runMini(tb testing.TB, s *miniSim, dep *dataplane.Deployment, pol dataplane.Policy, load float64, dur dataplane.Time, obs func(dataplane.Time, *dataplane.Event, []dataplane.Decision)) {
+	tb.Helper()
+	r := s.r
 	e, err := dataplane.NewEngine(dep, pol, s)
 	if err != nil {
 		tb.Fatal(err)

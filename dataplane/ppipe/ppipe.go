@@ -13,7 +13,10 @@ import (
 // the --param keys (params.Decode); the policy "ppipe" defaults to busy-until with both
 // refinements on, "ppipe-paper" to both off.
 type PPipeOptions struct {
-	// Interval selects interval-mode reservations (gap filling) instead of busy-until.
+	// Interval selects interval-mode reservations (gap filling) on every worker and NIC
+	// instead of busy-until. Without it the NICs of a server that serves more than one
+	// stage fill gaps all the same (sharedNICs): busy-until there starves the stage whose
+	// transfers lie nearer ahead.
 	Interval bool `json:"interval"`
 	// Penalty is the step-1 refinement of the authors' artifact: a batch-1 pipeline that would
 	// miss the head's deadline gets +SLO added to its wait.
@@ -114,6 +117,12 @@ func (p *PPipe) Attach(v dataplane.View) error {
 		p.server[i] = w.Server
 	}
 	p.res.init(p.nw+2*p.ns, p.opts.Interval)
+	if !p.opts.Interval {
+		for s := range p.sharedNICs() {
+			p.res.fill[p.nw+s] = true
+			p.res.fill[p.nw+p.ns+s] = true
+		}
+	}
 	maxD := 0
 	for ai := range p.dep.Apps {
 		a := &p.dep.Apps[ai]
@@ -154,6 +163,35 @@ func (p *PPipe) Attach(v dataplane.View) error {
 	p.cand.path = make([]dataplane.PathHop, maxD)
 	p.best.path = make([]dataplane.PathHop, maxD)
 	return nil
+}
+
+// sharedNICs returns the servers whose workers serve more than one stage. Busy-until mode
+// books a NIC only after its last reservation, which the authors' simulator can afford
+// because it packs every pool onto servers of its own (its transfers all lie about one
+// stage's latency ahead). A deployment that shares a server between pools (FromPlan when
+// the cluster has no room to start each on a fresh server) would let a transfer booked a
+// long stage ahead — 93 ms behind one pool's first stage — block every shorter-lead
+// transfer into the same server until then, and a pipeline the plan sized within its NIC
+// share would drop nearly everything it is sent. The NICs of such servers fill gaps
+// instead; the engine runs each link's transfers in reserved order either way.
+func (p *PPipe) sharedNICs() map[int]bool {
+	stageOf := make(map[dataplane.ServerID]dataplane.StageID, p.ns)
+	shared := map[int]bool{}
+	for ai := range p.dep.Apps {
+		for _, chain := range p.dep.Apps[ai].Pipelines {
+			for _, sid := range chain {
+				for _, w := range p.dep.Stages[sid].Pool {
+					s := p.server[w]
+					if first, ok := stageOf[s]; !ok {
+						stageOf[s] = sid
+					} else if first != sid {
+						shared[int(s)] = true
+					}
+				}
+			}
+		}
+	}
+	return shared
 }
 
 // Handle implements Policy.
@@ -379,7 +417,10 @@ func (p *PPipe) reserve(pp *ppPipe, r *probeResult) {
 // first entry. Busy-until mode decides from the last end only; interval mode also fills
 // gaps between entries.
 type resources struct {
+	// interval: every resource fills gaps (interval mode). Otherwise fill marks the few that
+	// do anyway: the NICs of servers shared by several stages' pools (sharedNICs).
 	interval bool
+	fill     []bool
 	iv       []ivq
 	// slab holds every resource's ring (ivq.off); a ring that fills moves to a new one
 	// twice its size at the slab's end. Rings only grow, so the slots left behind are at
@@ -417,6 +458,10 @@ func (r *resources) at(q *ivq, k int32) *ival {
 func (r *resources) init(n int, interval bool) {
 	r.interval = interval
 	r.iv = make([]ivq, n)
+	r.fill = make([]bool, n)
+	for i := range r.fill {
+		r.fill[i] = interval
+	}
 }
 
 // list returns resource i's outstanding reservations in order (a copy).
@@ -441,20 +486,21 @@ func (r *resources) busyUntil(i int) dataplane.Time { return r.iv[i].bu }
 
 // earliest1 is earliestSlot({i}, t, dur).
 func (r *resources) earliest1(i int, t, dur dataplane.Time) dataplane.Time {
-	if !r.interval {
+	if !r.fill[i] {
 		return max(t, r.iv[i].bu)
 	}
 	return r.gap(i, t, dur)
 }
 
-// earliest2 is earliestSlot({i, j}, t, dur): both resources free over [t', t'+dur).
+// earliest2 is earliestSlot({i, j}, t, dur): both resources free over [t', t'+dur), each
+// in its own mode (a slot after the busy-until of one that does not fill gaps).
 func (r *resources) earliest2(i, j int, t, dur dataplane.Time) dataplane.Time {
-	if !r.interval {
+	if !r.fill[i] && !r.fill[j] {
 		return max(t, r.iv[i].bu, r.iv[j].bu)
 	}
 	for {
-		a := r.gap(i, t, dur)
-		b := r.gap(j, a, dur)
+		a := r.earliest1(i, t, dur)
+		b := r.earliest1(j, a, dur)
 		if b == a {
 			return a
 		}
@@ -520,7 +566,7 @@ func (r *resources) book(i int, s, e dataplane.Time) {
 // (a completion reported on time, the common case) there is nothing to repair, and the
 // index's scattered leaves are not touched.
 func (r *resources) changed(i int, old dataplane.Time) {
-	if r.ix != nil && (r.interval || r.iv[i].bu != old) {
+	if r.ix != nil && (r.fill[i] || r.iv[i].bu != old) {
 		r.ix.update(r, i)
 	}
 }
