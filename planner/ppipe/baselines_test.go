@@ -90,7 +90,13 @@ func TestDARTRProcedure(t *testing.T) {
 	l4 := specL4
 	l4.levels = []int{1}
 	gpus := []gpuSpec{l4, specP4}
-	for seed := uint64(1); seed <= 4; seed++ {
+	// The pair's MILP at P 2, and at P 3 with K^(P−D) replicas, where whole GPUs leave it no
+	// three-stage pipeline and one copy of each template (wholeCopies).
+	for seed := uint64(1); seed <= 6; seed++ {
+		P, perLength := 2, false
+		if seed > 4 {
+			P, perLength = 3, true
+		}
 		prof := genProfile(seed+10, 2, 6, gpus, 4)
 		cl := genCluster(gpus, []int{5 + int(seed), 9 + 2*int(seed)}, 40)
 		wl := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}}
@@ -100,7 +106,7 @@ func TestDARTRProcedure(t *testing.T) {
 		}
 		in := Inputs{Profiles: []*formats.Profile{prof}, Cluster: cl, Workload: wl}
 		ctx := context.Background()
-		opts := Options{Alpha: DefaultAlpha, MaxPartitions: 2, Gap: 1e-9}
+		opts := Options{Alpha: DefaultAlpha, MaxPartitions: P, ReplicasPerLength: perLength, Gap: 1e-9}
 		opts.Strategy = StrategyDARTR
 		got, err := Solve(ctx, in, opts)
 		skipWithoutSolver(t, err)
@@ -133,7 +139,7 @@ func TestDARTRProcedure(t *testing.T) {
 		solo := func(model string, slo formats.Duration, counts map[string]int, P int, strategy string) float64 {
 			c := genCluster(gpus, []int{counts["L4"], counts["P4"]}, 40)
 			w := ppipesec.SetModels(&formats.Workload{TypeMeta: wl.TypeMeta}, []ppipesec.ModelWorkload{{Name: model, SLO: slo}})
-			pl, err := Solve(ctx, Inputs{Profiles: []*formats.Profile{prof}, Cluster: c, Workload: w}, Options{Alpha: DefaultAlpha, Strategy: strategy, MaxPartitions: P, Gap: 1e-9})
+			pl, err := Solve(ctx, Inputs{Profiles: []*formats.Profile{prof}, Cluster: c, Workload: w}, Options{Alpha: DefaultAlpha, Strategy: strategy, MaxPartitions: P, ReplicasPerLength: perLength && strategy == StrategyPPipe, Gap: 1e-9})
 			if errors.Is(err, planner.ErrInfeasible) {
 				return 0
 			}
@@ -147,7 +153,7 @@ func TestDARTRProcedure(t *testing.T) {
 			pairs := min(hi, lo)
 			want := 0.0
 			if pairs > 0 {
-				want += float64(pairs) * solo(m.Name, m.SLO, map[string]int{"L4": 1, "P4": 1}, 2, StrategyPPipe)
+				want += float64(pairs) * solo(m.Name, m.SLO, map[string]int{"L4": 1, "P4": 1}, P, StrategyPPipe)
 			}
 			if q := hi - lo; q > 0 {
 				want += float64(q) * solo(m.Name, m.SLO, map[string]int{"L4": 1}, 1, StrategyNP)

@@ -79,6 +79,27 @@ func (p *problem) count(cfg spaceConfig, k int) int {
 	return p.types[k].count
 }
 
+// wholeCopies bounds how many copies of a template of these types one plan can use at once.
+// With whole GPUs only, each partition takes at least one GPU of its type, so a template
+// naming type k occ_k times needs occ_k of them per copy: none fits where occ_k exceeds the
+// count (DART-r's one-high + one-low cluster cannot run a three-stage pipeline, nor two
+// stages on one type), and the copies beyond min_k ⌊count_k / occ_k⌋ only enlarge the MILP.
+// With vGPU slices a partition may take a fraction of a GPU: no bound (math.MaxInt).
+func (p *problem) wholeCopies(cfg spaceConfig, types []int) int {
+	if !cfg.wholeOnly {
+		return math.MaxInt
+	}
+	occ := map[int]int{}
+	for _, k := range types {
+		occ[k]++
+	}
+	n := math.MaxInt
+	for k, o := range occ {
+		n = min(n, p.count(cfg, k)/o)
+	}
+	return n
+}
+
 // templates enumerates every sequence of usable GPU types of length 1..P, shortest first.
 func (p *problem) templates(cfg spaceConfig) [][]int {
 	var usable []int
@@ -124,6 +145,10 @@ func (p *problem) space(md *modelData, cfg spaceConfig) *modelSpace {
 	for _, types := range p.templates(cfg) {
 		D := len(types)
 		if D > M {
+			continue
+		}
+		copies := p.wholeCopies(cfg, types)
+		if copies == 0 {
 			continue
 		}
 		t := &tmpl{types: types, stages: make([][]option, D)}
@@ -184,7 +209,7 @@ func (p *problem) space(md *modelData, cfg spaceConfig) *modelSpace {
 			ms.kept += len(t.stages[d])
 		}
 		ms.tmpls = append(ms.tmpls, t)
-		for r := 1; r < cfg.replicaCount(usableTypes, D); r++ {
+		for r := 1; r < min(cfg.replicaCount(usableTypes, D), copies); r++ {
 			cp := &tmpl{types: t.types, replica: r, xmax: t.xmax, maxLat: t.maxLat, stages: make([][]option, D)}
 			for d := range t.stages {
 				cp.stages[d] = slices.Clone(t.stages[d])

@@ -1,6 +1,7 @@
 package ppipe
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -72,5 +73,30 @@ func TestPruneDominatedMatchesPairs(t *testing.T) {
 	}
 	if dropped == 0 {
 		t.Fatal("no option was dominated in any trial: the comparison tested nothing")
+	}
+}
+
+// TestWholeCopies: with whole GPUs only, a template fits as many times at once as every type
+// it names has GPUs for its partitions on that type; with vGPU slices there is no bound.
+func TestWholeCopies(t *testing.T) {
+	p := &problem{types: []gpuType{{name: "H", count: 25}, {name: "L", count: 75}}}
+	for _, tc := range []struct {
+		name   string
+		cfg    spaceConfig
+		types  []int
+		copies int
+	}{
+		{"pair cluster, one stage", spaceConfig{wholeOnly: true, counts: []int{1, 1}}, []int{0}, 1},
+		{"pair cluster, high then low", spaceConfig{wholeOnly: true, counts: []int{1, 1}}, []int{0, 1}, 1},
+		{"pair cluster, two stages on one type", spaceConfig{wholeOnly: true, counts: []int{1, 1}}, []int{1, 1}, 0},
+		{"pair cluster, three stages", spaceConfig{wholeOnly: true, counts: []int{1, 1}}, []int{0, 1, 0}, 0},
+		{"leftover GPU of one type", spaceConfig{wholeOnly: true, counts: []int{0, 1}}, []int{1}, 1},
+		{"four high, two low", spaceConfig{wholeOnly: true, counts: []int{4, 2}}, []int{0, 0, 1}, 2},
+		{"the cluster's own counts", spaceConfig{wholeOnly: true}, []int{1, 1, 0}, 25},
+		{"vGPU slices", spaceConfig{counts: []int{1, 1}}, []int{0, 1, 0}, math.MaxInt},
+	} {
+		if got := p.wholeCopies(tc.cfg, tc.types); got != tc.copies {
+			t.Errorf("%s: %v: %d copies, want %d", tc.name, tc.types, got, tc.copies)
+		}
 	}
 }
