@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/plan-dev/plan/solver"
 )
 
 // TestDeadlineBoundsEveryCall: a caller's deadline (Options.Deadline: plan solve's start
@@ -82,5 +84,49 @@ func TestDeadlineBoundsEveryCall(t *testing.T) {
 	s := newSession(context.Background(), &problem{opts: Options{TimeLimit: time.Second, Deadline: began.Add(time.Hour)}}, began)
 	if !s.end.Equal(began.Add(time.Second)) {
 		t.Errorf("session end %v after began, want TimeLimit 1s", s.end.Sub(began))
+	}
+}
+
+// TestLateSolveKeepsItsPlan: once the deadline has passed with a plan in hand, no later
+// phase starts: none would build its model and spend its minimum call past the limit. The
+// NP warm start is solved, then held until the deadline has passed (the result hook: a
+// loaded machine's slow first phase); the plan it gave is written at the time limit.
+func TestLateSolveKeepsItsPlan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("solves a large instance")
+	}
+	c := benchCases[1]
+	deadline := time.Now().Add(time.Second)
+	var mu sync.Mutex
+	var phases []string
+	o := Options{Strategy: StrategyPPipe, Alpha: DefaultAlpha, MaxPartitions: c.P, TimeLimit: time.Minute, Deadline: deadline}
+	o = o.withHooks(solveHooks{
+		call: func(phase string, _ time.Duration, _ time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			phases = append(phases, phase)
+		},
+		result: func(phase string, res *solver.Result) *solver.Result {
+			if phase == "np" {
+				time.Sleep(time.Until(deadline) + 10*time.Millisecond)
+			}
+			return res
+		},
+	})
+	pl, err := Solve(context.Background(), c.inputs(), o)
+	skipWithoutSolver(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(phases) == 0 {
+		t.Fatal("no solver call reported")
+	}
+	for _, ph := range phases {
+		if ph != "np" {
+			t.Errorf("phase %s ran after the deadline (phases %v)", ph, phases)
+		}
+	}
+	if pl.Provenance.Status != "time-limit" {
+		t.Errorf("status %q, want time-limit", pl.Provenance.Status)
 	}
 }

@@ -48,8 +48,12 @@ func (s *session) ppipe() (solved, error) {
 	s.reserveFor(inc.obj)
 	st := stats{}
 	countOptions(&st, spaces)
+	// late: the deadline has passed with a plan in hand. A phase started now would still
+	// build its model (on a 59-block model up to a CPU-second, before its solver call) and
+	// spend minCall, past the limit, on a plan the phases before it rarely improve in that.
+	late := func() bool { return inc.best != nil && time.Until(s.deadline) < minCall }
 	var lp *solver.Result // the LP relaxation of full, for reduced-cost fixing
-	if !s.p.opts.NoLPGuide {
+	if !s.p.opts.NoLPGuide && !late() {
 		g, err := s.lpGuide(spaces, cfg, inc)
 		if err != nil {
 			return solved{}, err
@@ -64,16 +68,19 @@ func (s *session) ppipe() (solved, error) {
 	// faster than the relaxation can (HC2-G1, P ≤ 3: 0.98% apart, and the relaxation's bound
 	// is the LP's), while a plan several % below the bound (P3-2types-3models: 5%) has the
 	// wrong options, which the relaxation finds.
-	if !s.p.opts.NoContinuousCounts && len(spaces) > 1 && (inc.best == nil || relGap(inc.obj, inc.bound) > max(s.p.opts.Gap, ccGate)) {
+	if !s.p.opts.NoContinuousCounts && len(spaces) > 1 && !late() && (inc.best == nil || relGap(inc.obj, inc.bound) > max(s.p.opts.Gap, ccGate)) {
 		if inc, err = s.continuousCounts(spaces, cfg, inc); err != nil {
 			return solved{}, err
 		}
 	}
-	if gap := relGap(inc.obj, inc.bound); inc.best != nil && !s.p.opts.NoCutoff && full.m.NumIntegers() >= cutoffMinIntegers && gap > s.p.opts.Gap && gap <= cutoffMaxGap {
+	switch gap := relGap(inc.obj, inc.bound); {
+	case late():
+		// The plan in hand stands with its bound; the status below says the limit stopped it.
+	case inc.best != nil && !s.p.opts.NoCutoff && full.m.NumIntegers() >= cutoffMinIntegers && gap > s.p.opts.Gap && gap <= cutoffMaxGap:
 		if inc, err = s.cutoff(full, inc, cutoffOpts{lp: lp, race: proofRace()}); err != nil {
 			return solved{}, err
 		}
-	} else if inc.best == nil || relGap(inc.obj, inc.bound) > s.p.opts.Gap {
+	case inc.best == nil || gap > s.p.opts.Gap:
 		if inc, err = s.fullMILP(full, inc); err != nil {
 			return solved{}, err
 		}
