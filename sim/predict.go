@@ -66,6 +66,11 @@ type PredictInput struct {
 // runs at the plan's rates before they finished: without them there is no verdict.
 var ErrPredictionDeadline = errors.New("the time limit ended the plan's prediction at its rates before it finished")
 
+// ErrHeadroomDeadline is a planner's refusal of a plan whose prediction misses its target at
+// the rates it states while the headroom search, stopped by the time limit, established no
+// load it holds: what the plan serves is unknown, so nothing true can be stated for it.
+var ErrHeadroomDeadline = errors.New("the time limit stopped the prediction's search for the load the plan holds before it established any")
+
 // PredictArrivals parses a prediction's arrival process (PredictInput.Arrivals: "" is
 // Poisson) and returns it with its canonical spelling, the one a prediction records
 // ("bursty" is "bursty:3"). Trace files are not arrival processes a plan's own rates can be

@@ -54,6 +54,29 @@ func capacity(m ppipesec.PPipeModelPlan) float64 {
 	return s
 }
 
+// Unchecked lists the models of pl whose prediction misses their target at the rate the plan
+// states while the headroom search, stopped early, established no load they hold: what they
+// serve within the SLO is unknown (ServedRPS is not ok), yet the rate stated is known to be
+// too high, so the plan can state nothing true for them.
+func Unchecked(pl *formats.Plan) []string {
+	pp, pr := ppipesec.PlanOf(pl), pl.Prediction
+	if pp == nil || pr == nil || pr.HeadroomSearch == nil || !pr.HeadroomSearch.StoppedEarly {
+		return nil
+	}
+	var out []string
+	for _, m := range pp.Models {
+		if _, ok := ServedRPS(pl, m); ok {
+			continue
+		}
+		for _, a := range pr.Apps {
+			if a.Name == m.Model && !a.Meets {
+				out = append(out, fmt.Sprintf("model %s: %.2f%% on time at its stated %.4g req/s (target %.4g%%)", m.Model, 100*a.Attainment, a.RateRPS, 100*a.Target))
+			}
+		}
+	}
+	return out
+}
+
 // Unserved is a model the plan's prediction says serves nothing within its SLO, at any load
 // tried.
 type Unserved struct {

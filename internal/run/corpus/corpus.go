@@ -296,7 +296,7 @@ func runCase(ctx context.Context, o Options, c gen.Case) (out Outcome) {
 	err := solveCase(ctx, o, c, dir, pf, solve.Args{TimeLimit: o.TimeLimit, Out: planPath}, &serr)
 	out.SolveSeconds = time.Since(solveStart).Seconds()
 	out.SolveExit, out.SolveErr = exitCode(err), strings.ReplaceAll(errText(err), dir+string(filepath.Separator), "")
-	out.NoPlanInTime = errors.Is(err, planner.ErrNoSolution) || errors.Is(err, sim.ErrPredictionDeadline)
+	out.NoPlanInTime = errors.Is(err, planner.ErrNoSolution) || errors.Is(err, sim.ErrPredictionDeadline) || errors.Is(err, sim.ErrHeadroomDeadline)
 	if out.SolveExit != 0 {
 		return out
 	}

@@ -31,7 +31,7 @@ func solveError(err error) error {
 		// No plan within the limit is no failed check of the user's inputs either: say the
 		// one thing that changes it.
 		return run.CheckFailed(fmt.Errorf("%w: raise --time-limit (nothing written)", err))
-	case errors.Is(err, sim.ErrPredictionDeadline):
+	case errors.Is(err, sim.ErrPredictionDeadline), errors.Is(err, sim.ErrHeadroomDeadline):
 		// A plan was found, but what checks it did not finish within the limit: unchecked,
 		// it is not written, and the limit is the one thing to change.
 		return run.CheckFailed(fmt.Errorf("%w: a plan was found but not checked in time: raise --time-limit (nothing written)", err))

@@ -24,6 +24,7 @@ import (
 	"github.com/plan-dev/plan/internal/registry/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/ppipe"
+	"github.com/plan-dev/plan/sim"
 )
 
 // New returns the PPipe system (system.Factory; it needs nothing of the handle). It
@@ -173,7 +174,10 @@ func reserveFrom(wall0 time.Time, cpu0 time.Duration) func(float64) time.Duratio
 // throughput_rps becomes what it serves within its SLO, the formulation's objective stays in
 // provenance.objective. note says both for the summary; err refuses a plan where some model
 // serves nothing within its SLO (planner.ErrInfeasible: the SLO cannot be met on this
-// cluster by the plans the formulation admits), unless acceptMiss.
+// cluster by the plans the formulation admits), unless acceptMiss; and one that misses its
+// target at the rates it states while the time limit stopped the search for what it serves
+// before it found anything (sim.ErrHeadroomDeadline: not checked in time), unless
+// acceptMiss.
 func (o *Planner) StatePrediction(plan *formats.Plan, acceptMiss bool) (note string, err error) {
 	pp := ppipesec.PlanOf(plan)
 	if pp == nil || plan.Prediction == nil {
@@ -184,6 +188,9 @@ func (o *Planner) StatePrediction(plan *formats.Plan, acceptMiss bool) (note str
 		for _, p := range m.Pipelines {
 			capacity[m.Model] += p.ThroughputRPS
 		}
+	}
+	if u := ppipe.Unchecked(plan); len(u) > 0 && !acceptMiss {
+		return "", fmt.Errorf("%s: %w", strings.Join(u, "; "), sim.ErrHeadroomDeadline)
 	}
 	bad := ppipe.StateServed(plan)
 	if len(bad) > 0 && !acceptMiss {
