@@ -42,6 +42,7 @@ type hfConfig struct {
 	Intermediate      *int     `json:"intermediate_size"`
 	Vocab             *int     `json:"vocab_size"`
 	MaxPosition       *int     `json:"max_position_embeddings"`
+	PartialRotary     *float64 `json:"partial_rotary_factor"`
 	TieWordEmbeddings *bool    `json:"tie_word_embeddings"`
 	TorchDtype        string   `json:"torch_dtype"`
 	SlidingWindow     *float64 `json:"sliding_window"`
@@ -306,6 +307,9 @@ func ReadConfig(file, name string, data []byte) (Model, error) {
 			return Model{}, err
 		}
 	}
+	if err := readRope(&m, c, func(f string, v any, r string) error { return bad(prefix+f, v, r) }); err != nil {
+		return Model{}, err
+	}
 	q, err := readQuantization(c.QuantizationConfig, func(f string, v any, r string) error { return bad(f, v, r) })
 	if err != nil {
 		return Model{}, err
@@ -449,6 +453,24 @@ func readMoE(m *Model, c hfConfig, bad func(string, any, string) error, need fun
 		}
 	}
 	m.MoE = e
+	return nil
+}
+
+// readRope sizes the rotary-embedding table vLLM builds (Model.RopePositions): every
+// position up to max_position_embeddings, over the rotary part of a head — head_dim ×
+// partial_rotary_factor (Phi-3-small, GLM and StableLM rotate part of each head), a latent
+// model's qk_rope_head_dim.
+func readRope(m *Model, c hfConfig, bad func(string, any, string) error) error {
+	dim := float64(m.HeadDim)
+	if m.MLA != nil {
+		dim = float64(m.MLA.QKRope)
+	} else if f := c.PartialRotary; f != nil {
+		if !(*f > 0 && *f <= 1) {
+			return bad("partial_rotary_factor", *f, "must be in (0, 1]")
+		}
+		dim *= *f
+	}
+	m.RopePositions, m.RotaryDim = m.Context, int(dim)
 	return nil
 }
 

@@ -57,6 +57,7 @@ func TestReadConfigBad(t *testing.T) {
 		{"missing field", `{"model_type": "llama", "hidden_size": 4096}`, "num_hidden_layers: missing"},
 		{"kv heads", `{` + strings.Replace(base, `"num_key_value_heads": 8`, `"num_key_value_heads": 5`, 1) + `}`, "num_key_value_heads: 5: must divide num_attention_heads (32)"},
 		{"not json", `[1,2]`, "not a JSON object"},
+		{"partial rotary", `{` + base + `, "partial_rotary_factor": 1.5}`, "partial_rotary_factor: 1.5: must be in (0, 1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ReadConfig("c.json", "m", []byte(tc.json))

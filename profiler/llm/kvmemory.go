@@ -10,9 +10,9 @@ import (
 // KVMemory is the KV cache one engine allocates, term by term, as vLLM sizes it at start-up
 // (its worker's determine_available_memory, then the KV cache config: LLM engine digest
 // §4): of each GPU's memory, the share gpu_memory_utilization allows, less the weights on
-// that rank, less the activation peak of a profiling forward at max_num_batched_tokens,
-// less the memory outside PyTorch's allocator (NCCL and cuBLAS workspaces, the custom
-// all-reduce buffers), less the CUDA-graph pool; what is left, in whole blocks of
+// that rank and the rotary-embedding table, less the activation peak of a profiling
+// forward at max_num_batched_tokens, less the memory outside PyTorch's allocator (NCCL and
+// cuBLAS workspaces, the custom all-reduce buffers), less the CUDA-graph pool; what is left, in whole blocks of
 // BlockTokens tokens of every layer's K and V on that rank. vLLM takes the smallest rank's
 // figure, and tensor parallelism gives every rank the same shard, so one rank's is the
 // engine's.
@@ -21,6 +21,9 @@ type KVMemory struct {
 	Utilization float64 `json:"gpu_memory_utilization"`
 	// WeightsPerGPU is the model's weights over the tensor-parallel degree.
 	WeightsPerGPU int64 `json:"weights_per_gpu_bytes"`
+	// RopeTable is the rotary-embedding table every GPU holds whole beside its weights
+	// (Model.RopePositions; vLLM's "model loading" memory counts it).
+	RopeTable int64 `json:"rope_table_bytes"`
 	// ActivationPeak is the larger of the profiling forward's live activations at
 	// BatchedTokens tokens and the dummy sampler pass's top-k/top-p buffers at MaxSeqs
 	// sequences over the vocabulary.
@@ -89,6 +92,7 @@ func KVBudgetWith(m Model, g gpus.Spec, tp int, fp8 bool, s KVSettings) KVMemory
 	k := KVMemory{
 		GPUBytes: g.MemoryBytes, Utilization: s.Utilization,
 		WeightsPerGPU: m.WeightBytes() / int64(tp),
+		RopeTable:     m.ropeTableBytes(),
 		BatchedTokens: s.BatchedTokens, MaxSeqs: s.MaxSeqs,
 		NonTorch:    nonTorchBytes,
 		CUDAGraphs:  cudaGraphBytes,
@@ -99,7 +103,7 @@ func KVBudgetWith(m Model, g gpus.Spec, tp int, fp8 bool, s KVSettings) KVMemory
 	}
 	k.ActivationPeak = activationPeak(m, tp, s.BatchedTokens, s.MaxSeqs)
 	k.BytesPerTokenPerGPU = m.kvBytesPerTokenTP(tp) / int64(tp) * kvElemBytes(fp8) / 2
-	free := int64(math.Floor(k.Utilization*float64(k.GPUBytes))) - k.WeightsPerGPU - k.ActivationPeak - k.NonTorch - k.CUDAGraphs
+	free := int64(math.Floor(k.Utilization*float64(k.GPUBytes))) - k.WeightsPerGPU - k.RopeTable - k.ActivationPeak - k.NonTorch - k.CUDAGraphs
 	if free <= 0 || k.BytesPerTokenPerGPU <= 0 {
 		return k
 	}

@@ -78,3 +78,66 @@ func TestActivationPeakTerms(t *testing.T) {
 		}
 	}
 }
+
+// TestRopeTable: vLLM builds its rotary-embedding table for max_position_embeddings
+// positions (not max_model_len, and not a usable context the catalogue states instead) over
+// the rotary part of a head, in BF16, whole on every GPU, and counts it in the model's
+// loading memory. Llama-4-Scout's 10,485,760 positions make it 2.5 GiB a GPU — its public
+// BF16 TP 8 start-up log reads "Model loading took 27.8072 GiB" where the weights alone are
+// 25.30 GiB — so the KV budget has that much less at any tensor-parallel degree.
+func TestRopeTable(t *testing.T) {
+	base := `"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000`
+	config := func(extra string) Model {
+		t.Helper()
+		m, err := ReadConfig("c.json", "m", []byte(`{`+base+extra+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		m    Model
+		want int64
+	}{
+		{"scout", mustLookup(t, "llama-4-scout"), 10485760 * 128 * 2},
+		// The catalogue states Mistral-Nemo's usable context (128k); the table is the
+		// config's 1,024,000 positions.
+		{"nemo", mustLookup(t, "mistral-nemo-12b"), 1024000 * 128 * 2},
+		{"latent", mustLookup(t, "deepseek-v3"), 163840 * 64 * 2},
+		{"partial", config(`, "max_position_embeddings": 8192, "partial_rotary_factor": 0.5`), 8192 * 64 * 2},
+		{"whole head", config(`, "max_position_embeddings": 8192`), 8192 * 128 * 2},
+	}
+	for _, tc := range tests {
+		if got := tc.m.ropeTableBytes(); got != tc.want {
+			t.Errorf("%s: table %d B, want %d", tc.name, got, tc.want)
+		}
+	}
+	fp8, err := LookupHF("RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := gpus.Lookup("H100")
+	for _, tc := range []struct {
+		m  Model
+		tp int
+	}{{fp8, 2}, {mustLookup(t, "llama-4-scout"), 4}} {
+		m, tp := tc.m, tc.tp
+		with := KVBudgetWith(m, g, tp, false, KVSettings{BatchedTokens: 2048, MaxSeqs: 128})
+		without := m
+		without.RopePositions = 0
+		bare := KVBudgetWith(without, g, tp, false, KVSettings{BatchedTokens: 2048, MaxSeqs: 128})
+		if with.RopeTable != 2560<<20 || with.KVBytes <= 0 || bare.KVBytes-with.KVBytes != 2560<<20 {
+			t.Errorf("scout at TP %d: table %d B, KV %d B against %d B without it: want 2.5 GiB less", tp, with.RopeTable, with.KVBytes, bare.KVBytes)
+		}
+	}
+}
+
+func mustLookup(t *testing.T, name string) Model {
+	t.Helper()
+	m, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

@@ -65,7 +65,7 @@ func TestEstimateMatchesReference(t *testing.T) {
 		if p.KVCapacityTokens != k.Tokens || k.Tokens%16 != 0 || k.Tokens < minKVTokens {
 			t.Errorf("%s on %s: capacity %d, budget %+v", tc.model, tc.gpu, p.KVCapacityTokens, k)
 		}
-		left := int64(0.9*float64(g.MemoryBytes)) - m.WeightBytes()/int64(p.GPUCount) - k.ActivationPeak - k.NonTorch - k.CUDAGraphs
+		left := int64(0.9*float64(g.MemoryBytes)) - m.WeightBytes()/int64(p.GPUCount) - m.ropeTableBytes() - k.ActivationPeak - k.NonTorch - k.CUDAGraphs
 		if k.KVBytes != left || k.Tokens*k.BytesPerTokenPerGPU > left || (k.Blocks+1)*16*k.BytesPerTokenPerGPU <= left {
 			t.Errorf("%s on %s: KV %d bytes, %d tokens × %d B: want the whole blocks of %d bytes", tc.model, tc.gpu, k.KVBytes, k.Tokens, k.BytesPerTokenPerGPU, left)
 		}

@@ -48,6 +48,13 @@ type Model struct {
 	// whole context.
 	SlidingLayers int
 	SlidingWindow int
+	// RopePositions and RotaryDim size vLLM's rotary-embedding table: the cosine and sine
+	// of RotaryDim/2 frequencies at every position up to config.json's
+	// max_position_embeddings (not max_model_len, and not the usable context the catalogue
+	// may state instead), in the model's dtype, built once and kept whole on every GPU
+	// (RotaryEmbeddingBase's cos_sin_cache). 0: no table is known (a model built in code).
+	RopePositions int
+	RotaryDim     int
 }
 
 // MLA is a latent-attention layer's ranks (config.json's q_lora_rank, kv_lora_rank,
@@ -216,6 +223,13 @@ func (m Model) WeightBytes() int64 {
 		b -= m.decoderLinearParams(true) * (2 - fp4Bytes)
 	}
 	return int64(b)
+}
+
+// ropeTableBytes is the rotary-embedding table one GPU holds beside the weights (vLLM counts
+// it in the model's loading memory): 2.5 GiB for Llama-4-Scout's 10,485,760 positions,
+// 250 MiB for Mistral-Nemo's 1,024,000, 32 MiB at 131,072.
+func (m Model) ropeTableBytes() int64 {
+	return int64(m.RopePositions) * int64(m.RotaryDim) * 2
 }
 
 // KVBytesPerToken is K and V, fp16, for every layer and KV head (a latent-attention model's

@@ -381,8 +381,8 @@ func writeExplain(w io.Writer, es []llmExplain) {
 			}
 		}
 		k := e.KV
-		fmt.Fprintf(w, "KV cache per GPU (vLLM's start-up budget): %s × %.2f gpu_memory_utilization − %s weights − %s activation peak (%d batched tokens, %d sequences) − %s workspaces − %s CUDA graphs = %s; ÷ (%d-token blocks × %d B a token) = %d blocks = %d tokens\n",
-			gib(k.GPUBytes), k.Utilization, gib(k.WeightsPerGPU), gib(k.ActivationPeak), k.BatchedTokens, k.MaxSeqs, gib(k.NonTorch), gib(k.CUDAGraphs), gib(k.KVBytes), k.BlockTokens, k.BytesPerTokenPerGPU, k.Blocks, k.Tokens)
+		fmt.Fprintf(w, "KV cache per GPU (vLLM's start-up budget): %s × %.2f gpu_memory_utilization − %s weights − %s rotary table − %s activation peak (%d batched tokens, %d sequences) − %s workspaces − %s CUDA graphs = %s; ÷ (%d-token blocks × %d B a token) = %d blocks = %d tokens\n",
+			gib(k.GPUBytes), k.Utilization, gib(k.WeightsPerGPU), gib(k.RopeTable), gib(k.ActivationPeak), k.BatchedTokens, k.MaxSeqs, gib(k.NonTorch), gib(k.CUDAGraphs), gib(k.KVBytes), k.BlockTokens, k.BytesPerTokenPerGPU, k.Blocks, k.Tokens)
 		if g := k.Groups; g != nil {
 			fmt.Fprintf(w, "  hybrid KV layout (vLLM's hybrid KV cache manager): %d full-attention and %d sliding-window groups of %d layers; a block holds %d tokens of one group's layers, so the pool is %d blocks and vLLM reports %d tokens (blocks over groups); a sequence holds a block per %d tokens in a full group and at most its last %d tokens' blocks in a sliding one\n",
 				g.Full, g.Sliding, g.LayersPerGroup, k.BlockTokens, k.Blocks, k.Tokens, k.BlockTokens, g.SlidingWindow)
