@@ -20,9 +20,10 @@
 // T' and no option of the same (l, d, b, i, j) with a multiple level v' has C' ≤ C and
 // v'·X' ≥ v·X (typically 85–90% of the raw options go).
 //
-// Solving (solve.go): NP first (warm start), then the LP relaxation (a global bound), then the
-// MILP restricted to the templates and batches the LP uses; only if that leaves a gap above
-// the target does HiGHS get the full MILP, warm-started from the best plan so far.
+// Solving (phases.go): NP first (warm start); on a space of more than 20 thousand options a
+// plan from its coarse grid of cuts (coarse.go); then the LP relaxation (a global bound), then
+// the MILP restricted to the templates and batches the LP uses; only if that leaves a gap
+// above the target does HiGHS get the full MILP, warm-started from the best plan so far.
 //
 // Surplus (surplus.go, Options.FillSurplus): after any strategy, the GPUs the plan leaves idle
 // are handed to the model with the lowest capacity/target ratio, step by step (grow one of its

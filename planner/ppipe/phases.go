@@ -24,7 +24,8 @@ type incumbent struct {
 // ppipe solves the pooled-pipeline MILP. HiGHS's MIP presolve is the slowest part in
 // WebAssembly and our LP relaxation is tight (throughput flows along contiguous chains), so
 // the LP guides the search:
-//  1. NP plan (warm start), LP relaxation of the full model (a valid global bound);
+//  1. NP plan (warm start); on a large space, a plan from its coarse grid of cuts (coarse);
+//     the LP relaxation of the full model (a valid global bound);
 //  2. the MILP restricted to the templates the LP uses, at the batches it uses them with
 //     (any cuts and slices), plus the NP options: small, fast, and often proves the target
 //     gap against the LP bound on its own;
@@ -52,13 +53,27 @@ func (s *session) ppipe() (solved, error) {
 	// build its model (on a 59-block model up to a CPU-second, before its solver call) and
 	// spend minCall, past the limit, on a plan the phases before it rarely improve in that.
 	late := func() bool { return inc.best != nil && time.Until(s.deadline) < minCall }
+	// fullLate: a phase on the full model (the continuous-count relaxation, the cut-off or
+	// the full MILP) started with less time left than the full LP relaxation took could not
+	// even solve its root, and its model building and presolve (seconds on a 100-thousand-
+	// column model) run past the limit: with a plan in hand, it is not started.
+	var lpTook time.Duration
+	fullLate := func() bool { return late() || inc.best != nil && time.Until(s.deadline) < lpTook }
+	// A large space (coarse.go) first gets a plan from its coarse grid of cuts: under a short
+	// limit its full LP may not solve, and that plan is then the one the limit leaves.
+	if !s.p.opts.NoLPGuide && keptOptions(spaces) > coarseMinOptions && !late() {
+		if inc, err = s.coarse(spaces, cfg, inc); err != nil {
+			return solved{}, err
+		}
+		s.reserveFor(inc.obj)
+	}
 	var lp *solver.Result // the LP relaxation of full, for reduced-cost fixing
 	if !s.p.opts.NoLPGuide && !late() {
 		g, err := s.lpGuide(spaces, cfg, inc)
 		if err != nil {
 			return solved{}, err
 		}
-		inc, lp = g.inc, g.lp
+		inc, lp, lpTook = g.inc, g.lp, g.took
 		s.reserveFor(inc.bound)
 	}
 	// Only the max-min objective over several models makes the counts the hard part: with
@@ -68,13 +83,13 @@ func (s *session) ppipe() (solved, error) {
 	// faster than the relaxation can (HC2-G1, P ≤ 3: 0.98% apart, and the relaxation's bound
 	// is the LP's), while a plan several % below the bound (P3-2types-3models: 5%) has the
 	// wrong options, which the relaxation finds.
-	if !s.p.opts.NoContinuousCounts && len(spaces) > 1 && !late() && (inc.best == nil || relGap(inc.obj, inc.bound) > max(s.p.opts.Gap, ccGate)) {
+	if !s.p.opts.NoContinuousCounts && len(spaces) > 1 && !fullLate() && (inc.best == nil || relGap(inc.obj, inc.bound) > max(s.p.opts.Gap, ccGate)) {
 		if inc, err = s.continuousCounts(spaces, cfg, inc); err != nil {
 			return solved{}, err
 		}
 	}
 	switch gap := relGap(inc.obj, inc.bound); {
-	case late():
+	case fullLate():
 		// The plan in hand stands with its bound; the status below says the limit stopped it.
 	case inc.best != nil && !s.p.opts.NoCutoff && full.m.NumIntegers() >= cutoffMinIntegers && gap > s.p.opts.Gap && gap <= cutoffMaxGap:
 		if inc, err = s.cutoff(full, inc, cutoffOpts{lp: lp, race: proofRace()}); err != nil {
@@ -124,6 +139,8 @@ func (s *session) warmStart(spaces []*modelSpace, full *built) (incumbent, error
 type lpGuided struct {
 	inc incumbent
 	lp  *solver.Result
+	// took is how long the LP relaxation ran, solved or not.
+	took time.Duration
 }
 
 // lpGuide is the LP-guided phase: the LP relaxation of the full model under cfg (a valid
@@ -132,13 +149,15 @@ type lpGuided struct {
 func (s *session) lpGuide(spaces []*modelSpace, cfg spaceConfig, inc incumbent) (lpGuided, error) {
 	lcfg := cfg
 	lcfg.relax = true
+	began := time.Now()
 	lp := s.p.build(spaces, lcfg)
 	lres, err := s.run(lp, solveCall{phase: "lp", limit: time.Until(s.deadline) / 2})
+	took := time.Since(began)
 	if err != nil && !errors.Is(err, planner.ErrNoSolution) {
 		return lpGuided{}, err
 	}
 	if err != nil || lres.Status != solver.StatusOptimal {
-		return lpGuided{inc: inc}, nil
+		return lpGuided{inc: inc, took: took}, nil
 	}
 	inc.bound = lres.Objective
 	r, rb, start := s.p.guidedRestriction(spaces, lp, lres, inc.best, cfg)
@@ -152,7 +171,7 @@ func (s *session) lpGuide(spaces []*modelSpace, cfg spaceConfig, inc incumbent) 
 	default:
 		return lpGuided{}, err
 	}
-	return lpGuided{inc: inc, lp: lres}, nil
+	return lpGuided{inc: inc, lp: lres, took: took}, nil
 }
 
 // The last phase is the cut-off MILP rather than the full MILP warm-started from the best plan
