@@ -47,11 +47,15 @@ type hfConfig struct {
 	TorchDtype        string   `json:"torch_dtype"`
 	SlidingWindow     *float64 `json:"sliding_window"`
 	// Sliding-window attention (window.go).
-	LayerTypes           []string        `json:"layer_types"`
-	SlidingWindowPattern *int            `json:"sliding_window_pattern"`
-	UseSlidingWindow     *bool           `json:"use_sliding_window"`
-	QuantizationConfig   json.RawMessage `json:"quantization_config"`
-	TextConfig           json.RawMessage `json:"text_config"`
+	LayerTypes           []string `json:"layer_types"`
+	SlidingWindowPattern *int     `json:"sliding_window_pattern"`
+	UseSlidingWindow     *bool    `json:"use_sliding_window"`
+	// Chunked local attention (Llama-4, window.go).
+	AttentionChunkSize  *int            `json:"attention_chunk_size"`
+	NoRopeLayers        []int           `json:"no_rope_layers"`
+	NoRopeLayerInterval *int            `json:"no_rope_layer_interval"`
+	QuantizationConfig  json.RawMessage `json:"quantization_config"`
+	TextConfig          json.RawMessage `json:"text_config"`
 	// Mixture of experts, under each family's names.
 	NumLocalExperts   *int  `json:"num_local_experts"` // Mixtral, Llama-4, gpt-oss
 	NRoutedExperts    *int  `json:"n_routed_experts"`  // DeepSeek
@@ -306,6 +310,9 @@ func ReadConfig(file, name string, data []byte) (Model, error) {
 		if err := readMLA(&m, c, need); err != nil {
 			return Model{}, err
 		}
+	}
+	if err := readChunked(&m, c, func(f string, v any, r string) error { return bad(prefix+f, v, r) }); err != nil {
+		return Model{}, err
 	}
 	if err := readRope(&m, c, func(f string, v any, r string) error { return bad(prefix+f, v, r) }); err != nil {
 		return Model{}, err

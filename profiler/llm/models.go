@@ -48,6 +48,10 @@ type Model struct {
 	// whole context.
 	SlidingLayers int
 	SlidingWindow int
+	// ChunkedLayers of the Layers attend within chunks of AttentionChunk tokens (Llama-4's
+	// chunked local attention on its RoPE layers: window.go); 0: none.
+	ChunkedLayers  int
+	AttentionChunk int
 	// RopePositions and RotaryDim size vLLM's rotary-embedding table: the cosine and sine
 	// of RotaryDim/2 frequencies at every position up to config.json's
 	// max_position_embeddings (not max_model_len, and not the usable context the catalogue

@@ -118,3 +118,43 @@ func (m Model) KVGroups() *formats.LLMKVGroups {
 	ceil := func(a int) int { return (a + size - 1) / size }
 	return &formats.LLMKVGroups{Full: ceil(f), Sliding: ceil(s), SlidingWindow: m.SlidingWindow, LayersPerGroup: size}
 }
+
+// readChunked reads Llama-4's chunked local attention: attention_chunk_size, on the layers
+// no_rope_layers marks 1 (the RoPE layers; vLLM's llama4 gives them ChunkedLocalAttention,
+// the NoPE layers full attention), or, without that list, all but every
+// no_rope_layer_interval-th layer (transformers' Llama4TextConfig: 4).
+func readChunked(m *Model, c hfConfig, bad func(string, any, string) error) error {
+	if c.AttentionChunkSize == nil || *c.AttentionChunkSize == 0 {
+		return nil
+	}
+	if *c.AttentionChunkSize < 0 {
+		return bad("attention_chunk_size", *c.AttentionChunkSize, "must be a positive number of tokens")
+	}
+	chunked := 0
+	switch {
+	case len(c.NoRopeLayers) > 0:
+		if len(c.NoRopeLayers) != m.Layers {
+			return bad("no_rope_layers", fmt.Sprintf("%d entries", len(c.NoRopeLayers)), fmt.Sprintf("must name each of the num_hidden_layers (%d)", m.Layers))
+		}
+		for i, v := range c.NoRopeLayers {
+			switch v {
+			case 0:
+			case 1:
+				chunked++
+			default:
+				return bad(fmt.Sprintf("no_rope_layers[%d]", i), v, "must be 0 (NoPE) or 1 (RoPE)")
+			}
+		}
+	default:
+		interval := 4
+		if c.NoRopeLayerInterval != nil {
+			interval = *c.NoRopeLayerInterval
+		}
+		if interval < 1 {
+			return bad("no_rope_layer_interval", interval, "must be >= 1")
+		}
+		chunked = m.Layers - m.Layers/interval
+	}
+	m.ChunkedLayers, m.AttentionChunk = chunked, *c.AttentionChunkSize
+	return nil
+}

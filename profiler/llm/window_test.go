@@ -155,3 +155,69 @@ func TestSlidingAttentionCosts(t *testing.T) {
 		}
 	}
 }
+
+// TestReadChunked: Llama-4's chunked local attention sits on its RoPE layers — those
+// no_rope_layers marks 1, or, without the list, all but every no_rope_layer_interval-th (4 by
+// default) — and only a V1 engine's explanation names the piecewise CUDA graphs it forces.
+func TestReadChunked(t *testing.T) {
+	base := `"model_type": "llama", "hidden_size": 1024, "num_attention_heads": 8, "num_key_value_heads": 8, "intermediate_size": 4096, "vocab_size": 1000, "max_position_embeddings": 8192`
+	for _, tc := range []struct {
+		name           string
+		json           string
+		chunked, chunk int
+		err            string
+	}{
+		{"interval default", `{` + base + `, "num_hidden_layers": 8, "attention_chunk_size": 8192}`, 6, 8192, ""},
+		{"interval 2", `{` + base + `, "num_hidden_layers": 8, "attention_chunk_size": 1024, "no_rope_layer_interval": 2}`, 4, 1024, ""},
+		{"list", `{` + base + `, "num_hidden_layers": 4, "attention_chunk_size": 8192, "no_rope_layers": [1, 0, 1, 1]}`, 3, 8192, ""},
+		{"none", `{` + base + `, "num_hidden_layers": 4, "attention_chunk_size": null}`, 0, 0, ""},
+		{"short list", `{` + base + `, "num_hidden_layers": 4, "attention_chunk_size": 8192, "no_rope_layers": [1, 0]}`, 0, 0, "no_rope_layers: 2 entries: must name each of the num_hidden_layers (4)"},
+		{"bad entry", `{` + base + `, "num_hidden_layers": 2, "attention_chunk_size": 8192, "no_rope_layers": [1, 2]}`, 0, 0, "no_rope_layers[1]: 2: must be 0 (NoPE) or 1 (RoPE)"},
+		{"negative chunk", `{` + base + `, "num_hidden_layers": 2, "attention_chunk_size": -1}`, 0, 0, "attention_chunk_size: -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := ReadConfig("c.json", "m", []byte(tc.json))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "c.json") {
+					t.Fatalf("error %v, want one naming c.json and %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.ChunkedLayers != tc.chunked || m.AttentionChunk != tc.chunk {
+				t.Errorf("%d chunked layers of %d tokens, want %d of %d", m.ChunkedLayers, m.AttentionChunk, tc.chunked, tc.chunk)
+			}
+		})
+	}
+	g, _ := gpus.Lookup("H100")
+	scout, err := LookupHF("RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scout.ChunkedLayers != 36 || scout.AttentionChunk != 8192 {
+		t.Errorf("scout: %d chunked layers of %d tokens, want 36 of 8192", scout.ChunkedLayers, scout.AttentionChunk)
+	}
+	notes := func(m Model, version string) string {
+		t.Helper()
+		d, err := NewDeployment(m, g, 2, "nvlink")
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := formats.ParseVLLMVersion(version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(d.WithEngine(v, 0).TermsNote(), "\n")
+	}
+	if n := notes(scout, formats.DefaultVLLMVersion); !strings.Contains(n, "cuda graphs: 36 of the 48 layers are chunked local attention") {
+		t.Errorf("scout on the default engine: no piecewise note in\n%s", n)
+	}
+	if n := notes(scout, "0.6"); strings.Contains(n, "cuda graphs") {
+		t.Errorf("scout on the V0 engine names piecewise graphs:\n%s", n)
+	}
+	if n := notes(mustLookup(t, "llama-3.1-70b"), formats.DefaultVLLMVersion); strings.Contains(n, "cuda graphs") {
+		t.Errorf("a dense model names piecewise graphs:\n%s", n)
+	}
+}
