@@ -12,9 +12,12 @@ import (
 // published checkpoints). The step model times a sliding layer's attention over at most W
 // tokens of context (FlashAttention skips the key blocks outside the window), and vLLM's
 // hybrid KV cache manager keeps a sliding layer's KV only for the window (LLMKVGroups).
-// Llama-4's chunked local attention is not read as a window: vLLM turns the hybrid manager
-// off for it by default ("latency regression"), so its KV is every token's, and its chunk
-// (8,192 tokens) is longer than the contexts its attention tables hold.
+// Llama-4's chunked local attention is not read as a window: vLLM turned the hybrid manager
+// off for it by default ("latency regression", PR #21761), so its KV was every token's, and
+// its chunk (8,192 tokens) is longer than the contexts its attention tables hold. A later
+// change (PR #29627, December 2025) turned the manager back on for it, so a chunked layer of
+// vLLM 0.15 most likely keeps only its current chunk: the same at contexts up to 8,192
+// tokens, less past them (not modelled).
 
 // readWindow reads which layers slide and over how many tokens: config.json's layer_types
 // ("sliding_attention" per layer: gpt-oss, and recent transformers' Gemma and Qwen
