@@ -75,17 +75,7 @@ func coarseKeep(spaces []*modelSpace, incumbent assignment) func(m, l, d, o int)
 	}
 	return func(m, l, d, o int) bool {
 		op := spaces[m].tmpls[l].stages[d][o]
-		if grids[m][op.i] && grids[m][op.j] {
-			return true
-		}
-		if incumbent != nil {
-			for _, c := range incumbent[m][l] {
-				if c.stage == d && c.opt == o {
-					return true
-				}
-			}
-		}
-		return false
+		return grids[m][op.i] && grids[m][op.j] || incumbent.uses(m, l, d, o)
 	}
 }
 

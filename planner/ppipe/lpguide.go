@@ -32,17 +32,7 @@ func keepGuided(spaces []*modelSpace, chosen func(m, l, d, o int) bool, incumben
 		}
 	}
 	return func(m, l, d, o int) bool {
-		if chosen(m, l, d, o) || batches[[3]int{m, l, spaces[m].tmpls[l].stages[d][o].b}] {
-			return true
-		}
-		if incumbent != nil {
-			for _, c := range incumbent[m][l] {
-				if c.stage == d && c.opt == o {
-					return true
-				}
-			}
-		}
-		return false
+		return chosen(m, l, d, o) || batches[[3]int{m, l, spaces[m].tmpls[l].stages[d][o].b}] || incumbent.uses(m, l, d, o)
 	}
 }
 

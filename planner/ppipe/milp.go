@@ -300,6 +300,20 @@ type choice struct {
 // every stage (nil = template unused).
 type assignment [][][]choice
 
+// uses reports whether the assignment (nil: none) puts option o of stage d of template l of
+// model m in a pipeline.
+func (a assignment) uses(m, l, d, o int) bool {
+	if a == nil {
+		return false
+	}
+	for _, c := range a[m][l] {
+		if c.stage == d && c.opt == o {
+			return true
+		}
+	}
+	return false
+}
+
 // start turns an assignment into a full MIP start vector.
 func (b *built) start(a assignment) []float64 {
 	vals := make([]float64, b.m.NumVars())
