@@ -1,8 +1,10 @@
 package ppipe
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/plan-dev/plan/solver"
 )
@@ -316,6 +318,7 @@ func (a assignment) uses(m, l, d, o int) bool {
 
 // start turns an assignment into a full MIP start vector.
 func (b *built) start(a assignment) []float64 {
+	a = b.replicasInOrder(a)
 	vals := make([]float64, b.m.NumVars())
 	zs := math.Inf(1)
 	for mi, ms := range b.spaces {
@@ -326,12 +329,10 @@ func (b *built) start(a assignment) []float64 {
 				continue
 			}
 			vals[b.u[mi][li]] = 1
-			x := t.xmax
+			x := t.pipelineX(ch)
 			for _, c := range ch {
-				o := t.stages[c.stage][c.opt]
 				vals[b.y[mi][li][c.stage][c.opt]] = 1
 				vals[b.g[mi][li][c.stage][c.opt]] = float64(c.g) // the stage's g_v (shared by its level)
-				x = math.Min(x, o.X*float64(c.g))
 			}
 			vals[b.x[mi][li]] = x
 			for _, c := range ch {
@@ -359,6 +360,60 @@ func (b *built) start(a assignment) []float64 {
 		vals[b.z] = zs
 	}
 	return vals
+}
+
+// pipelineX is the throughput of template t's pipeline on the choices ch: its slowest
+// stage's slices, within the template's bound.
+func (t *tmpl) pipelineX(ch []choice) float64 {
+	x := t.xmax
+	for _, c := range ch {
+		x = math.Min(x, t.stages[c.stage][c.opt].X*float64(c.g))
+	}
+	return x
+}
+
+// replicasInOrder is a with every run of replica templates (one type sequence's copies, whose
+// options are the same) holding its pipelines in the order the model's symmetry-breaking
+// rows ask (symx, symu: a replica carries no more than the one before it, and is used only
+// if it is). A plan from a restricted space, which has no such rows, may use a later replica
+// and not an earlier one; as a MIP start it would be infeasible, and HiGHS drops it.
+func (b *built) replicasInOrder(a assignment) assignment {
+	out := make(assignment, len(a))
+	for mi, ms := range b.spaces {
+		out[mi] = slices.Clone(a[mi])
+		for lo := 0; lo < len(ms.tmpls); {
+			hi := lo + 1
+			for hi < len(ms.tmpls) && ms.tmpls[hi].replica > 0 && sameOptions(ms.tmpls[lo], ms.tmpls[hi]) {
+				hi++
+			}
+			if hi-lo > 1 {
+				run := out[mi][lo:hi]
+				x := func(ch []choice) float64 {
+					if ch == nil {
+						return -1
+					}
+					return ms.tmpls[lo].pipelineX(ch)
+				}
+				slices.SortStableFunc(run, func(p, q []choice) int { return cmp.Compare(x(q), x(p)) })
+			}
+			lo = hi
+		}
+	}
+	return out
+}
+
+// sameOptions reports whether two templates have the same type sequence and the same
+// options at every stage (replicas of the full space).
+func sameOptions(s, t *tmpl) bool {
+	if !slices.Equal(s.types, t.types) || len(s.stages) != len(t.stages) || s.xmax != t.xmax {
+		return false
+	}
+	for d := range s.stages {
+		if !slices.Equal(s.stages[d], t.stages[d]) {
+			return false
+		}
+	}
+	return true
 }
 
 // decode reads the chosen options and slice counts out of a solution vector.
