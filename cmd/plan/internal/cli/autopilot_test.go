@@ -138,15 +138,33 @@ func TestServeAutopilot(t *testing.T) {
 	if srv.ActiveDigest() == old {
 		t.Fatalf("no switch: %s", log)
 	}
-	resp, err := http.Get("http://" + addr + "/v1/autopilot")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The loop records the switch once the reload returns (dataplane/autopilot Resolved: the
+	// installer runs without its lock), so the served digest changes a moment before the
+	// status says so.
 	var st serveap.Status
-	err = json.NewDecoder(resp.Body).Decode(&st)
-	resp.Body.Close()
-	if err != nil || st.Switches < 1 || st.Current.GPUs >= 16 || len(st.Decisions) == 0 {
-		t.Errorf("GET /v1/autopilot: %v %+v", err, st)
+	for {
+		resp, err := http.Get("http://" + addr + "/v1/autopilot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = serveap.Status{}
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("GET /v1/autopilot: %v", err)
+		}
+		if st.Switches >= 1 || !time.Now().Before(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st.Switches < 1 || st.Current.GPUs >= 16 || len(st.Decisions) == 0 {
+		t.Errorf("GET /v1/autopilot: %+v", st)
+	}
+	// The switch's log line follows the status (the re-solve logs its decision after it).
+	for !(strings.Contains(log, "action=switch") && strings.Contains(log, "plan switched")) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		log = serr.String()
 	}
 	if !strings.Contains(log, "action=switch") || !strings.Contains(log, "plan switched") {
 		t.Errorf("serve log: %s", log)
