@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/plan-dev/plan/internal/base/testmode"
 	"github.com/plan-dev/plan/serve"
-	serveap "github.com/plan-dev/plan/serve/autopilot"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -113,27 +111,7 @@ func TestServeAutopilotQLM(t *testing.T) {
 		testmode.SkipIfLate(t, "no switch within 30 s")
 		t.Fatalf("no switch: %s", log)
 	}
-	// The server's active plan changes first; the autopilot records the switch (its status
-	// and log) when the reload returns, a moment later (seconds under -race on a loaded
-	// machine), so both are polled.
-	var st serveap.Status
-	for until := time.Now().Add(15 * time.Second); ; {
-		resp, err := http.Get("http://" + addr + "/v1/autopilot")
-		if err != nil {
-			t.Fatal(err)
-		}
-		st = serveap.Status{}
-		err = json.NewDecoder(resp.Body).Decode(&st)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatalf("GET /v1/autopilot: %v", err)
-		}
-		log = serr.String()
-		if (st.Switches >= 1 && strings.Contains(log, "action=switch") && strings.Contains(log, "plan switched")) || time.Now().After(until) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	st, log := awaitRecordedSwitch(t, addr, serr, time.Now().Add(15*time.Second))
 	if st.Switches < 1 || st.Current.GPUs >= 16 || len(st.Current.Capacity) != 2 || st.Current.Capacity[0] <= 0 {
 		t.Errorf("GET /v1/autopilot: %+v", st)
 	}

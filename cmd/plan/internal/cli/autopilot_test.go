@@ -138,33 +138,9 @@ func TestServeAutopilot(t *testing.T) {
 	if srv.ActiveDigest() == old {
 		t.Fatalf("no switch: %s", log)
 	}
-	// The loop records the switch once the reload returns (dataplane/autopilot Resolved: the
-	// installer runs without its lock), so the served digest changes a moment before the
-	// status says so.
-	var st serveap.Status
-	for {
-		resp, err := http.Get("http://" + addr + "/v1/autopilot")
-		if err != nil {
-			t.Fatal(err)
-		}
-		st = serveap.Status{}
-		err = json.NewDecoder(resp.Body).Decode(&st)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatalf("GET /v1/autopilot: %v", err)
-		}
-		if st.Switches >= 1 || !time.Now().Before(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	st, log := awaitRecordedSwitch(t, addr, serr, deadline)
 	if st.Switches < 1 || st.Current.GPUs >= 16 || len(st.Decisions) == 0 {
 		t.Errorf("GET /v1/autopilot: %+v", st)
-	}
-	// The switch's log line follows the status (the re-solve logs its decision after it).
-	for !(strings.Contains(log, "action=switch") && strings.Contains(log, "plan switched")) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		log = serr.String()
 	}
 	if !strings.Contains(log, "action=switch") || !strings.Contains(log, "plan switched") {
 		t.Errorf("serve log: %s", log)
@@ -174,5 +150,31 @@ func TestServeAutopilot(t *testing.T) {
 	}
 	if code := <-done; code != ExitOK {
 		t.Errorf("serve exited %d: %s", code, serr.String())
+	}
+}
+
+// awaitRecordedSwitch polls /v1/autopilot and the serve log until both record a switch, or
+// until the deadline, and returns the last of each. The server's active plan changes first:
+// the autopilot loop records the switch once the reload returns (dataplane/autopilot
+// Resolved runs the installer without its lock) and the re-solve logs its decision after
+// that, a moment later (seconds under -race on a loaded machine).
+func awaitRecordedSwitch(t *testing.T, addr string, serr *syncBuffer, deadline time.Time) (serveap.Status, string) {
+	t.Helper()
+	for {
+		resp, err := http.Get("http://" + addr + "/v1/autopilot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st serveap.Status
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("GET /v1/autopilot: %v", err)
+		}
+		log := serr.String()
+		if (st.Switches >= 1 && strings.Contains(log, "action=switch") && strings.Contains(log, "plan switched")) || !time.Now().Before(deadline) {
+			return st, log
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
