@@ -170,15 +170,21 @@ type LLMProfile struct {
 // rest as the window moves). kv_capacity_tokens is what vLLM's start-up log reports for
 // such a pool: its blocks over the group count, in tokens. vLLM turns the manager off where
 // a KV connector runs (engine.kv_offload_bytes): every group then holds every token.
+// Chunked groups are Llama-4's chunked local attention layers (vLLM's
+// ChunkedLocalAttentionManager, on by default from VLLMChunkedHybridMinor): a request holds
+// in each only the blocks of its current AttentionChunk-token chunk, the earlier chunks'
+// blocks freed as the next one starts.
 type LLMKVGroups struct {
 	Full           int `json:"full"`
 	Sliding        int `json:"sliding"`
 	SlidingWindow  int `json:"sliding_window"`
+	Chunked        int `json:"chunked,omitempty"`
+	AttentionChunk int `json:"attention_chunk,omitempty"`
 	LayersPerGroup int `json:"layers_per_group"`
 }
 
 // Groups is the number of KV cache groups.
-func (g *LLMKVGroups) Groups() int { return g.Full + g.Sliding }
+func (g *LLMKVGroups) Groups() int { return g.Full + g.Sliding + g.Chunked }
 
 // LLMEngine are the engine settings of an LLM instance, named as vLLM's flags (LLM engine
 // digest §4). Zero values take vLLM V1's defaults for its OpenAI server

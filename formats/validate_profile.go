@@ -359,17 +359,32 @@ func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string, use P
 		gp := field(p, "kv_groups")
 		atLeast(v, field(gp, "full"), int64(g.Full), 0)
 		atLeast(v, field(gp, "sliding"), int64(g.Sliding), 0)
-		if g.Full >= 0 && g.Sliding >= 0 && g.Groups() < 1 {
-			v.add(field(gp, "sliding"), g.Sliding, "full + sliding must be >= 1: a KV cache has at least one group")
+		atLeast(v, field(gp, "chunked"), int64(g.Chunked), 0)
+		if g.Full >= 0 && g.Sliding >= 0 && g.Chunked >= 0 && g.Groups() < 1 {
+			v.add(field(gp, "sliding"), g.Sliding, "full + sliding + chunked must be >= 1: a KV cache has at least one group")
 		}
-		if g.Groups() > MaxKVGroups {
-			v.add(field(gp, "sliding"), g.Sliding, "full + sliding must be <= %d: a group holds at least one layer", MaxKVGroups)
+		if g.Full <= MaxKVGroups && g.Sliding <= MaxKVGroups && g.Chunked <= MaxKVGroups && g.Groups() > MaxKVGroups {
+			v.add(field(gp, "sliding"), g.Sliding, "full + sliding + chunked must be <= %d: a group holds at least one layer", MaxKVGroups)
+		}
+		for _, n := range []struct {
+			name  string
+			value int
+		}{{"full", g.Full}, {"sliding", g.Sliding}, {"chunked", g.Chunked}} {
+			if n.value > MaxKVGroups {
+				v.add(field(gp, n.name), n.value, "must be <= %d: a group holds at least one layer", MaxKVGroups)
+			}
 		}
 		if g.Sliding > 0 {
 			atLeast(v, field(gp, "sliding_window"), int64(g.SlidingWindow), 1)
 		}
 		if int64(g.SlidingWindow) > MaxKVCapacityTokens {
 			v.add(field(gp, "sliding_window"), g.SlidingWindow, "must be <= %d", int64(MaxKVCapacityTokens))
+		}
+		if g.Chunked > 0 {
+			atLeast(v, field(gp, "attention_chunk"), int64(g.AttentionChunk), 1)
+		}
+		if int64(g.AttentionChunk) > MaxKVCapacityTokens {
+			v.add(field(gp, "attention_chunk"), g.AttentionChunk, "must be <= %d", int64(MaxKVCapacityTokens))
 		}
 		atLeast(v, field(gp, "layers_per_group"), int64(g.LayersPerGroup), 1)
 		if n := int64(g.Groups()); n > 1 && n <= MaxKVGroups && l.KVCapacityTokens > 0 && l.KVCapacityTokens <= MaxKVCapacityTokens && l.KVCapacityTokens*n > MaxKVCapacityTokens {

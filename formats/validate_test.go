@@ -138,7 +138,14 @@ func TestValidateProfile(t *testing.T) {
 		{"llm throughput", f, pr(func(p *Profile) { p.LLMs[2].ThroughputTokensPerS = -1 }), []string{`profile.json: llms[2].throughput_tokens_per_s: -1: must be > 0`}},
 		{"llm kv bytes", f, pr(func(p *Profile) { p.LLMs[2].KVBytesPerToken = 0 }), []string{`profile.json: llms[2].kv_bytes_per_token: 0: must be > 0`}},
 		{"llm kv capacity", f, pr(func(p *Profile) { p.LLMs[2].KVCapacityTokens = -1 }), []string{`profile.json: llms[2].kv_capacity_tokens: -1: must be > 0`}},
-		{"llm kv groups none", f, pr(func(p *Profile) { p.LLMs[2].KVGroups = &LLMKVGroups{LayersPerGroup: 1} }), []string{`profile.json: llms[2].kv_groups.sliding: 0: full + sliding must be >= 1: a KV cache has at least one group`}},
+		{"llm kv groups none", f, pr(func(p *Profile) { p.LLMs[2].KVGroups = &LLMKVGroups{LayersPerGroup: 1} }), []string{`profile.json: llms[2].kv_groups.sliding: 0: full + sliding + chunked must be >= 1: a KV cache has at least one group`}},
+		{"llm kv groups chunk", f, pr(func(p *Profile) { p.LLMs[2].KVGroups = &LLMKVGroups{Full: 1, Chunked: 3, LayersPerGroup: 12} }), []string{`profile.json: llms[2].kv_groups.attention_chunk: 0: must be >= 1`}},
+		{"llm kv groups chunked", f, pr(func(p *Profile) {
+			p.LLMs[2].KVGroups = &LLMKVGroups{Full: 1, Chunked: -2, AttentionChunk: 8192, LayersPerGroup: 12}
+		}), []string{`profile.json: llms[2].kv_groups.chunked: -2: must be >= 0`}},
+		{"llm kv groups too many", f, pr(func(p *Profile) {
+			p.LLMs[2].KVGroups = &LLMKVGroups{Full: 1, Chunked: 5000, AttentionChunk: 8192, LayersPerGroup: 12}
+		}), []string{`profile.json: llms[2].kv_groups.chunked: 5000: must be <= 1024: a group holds at least one layer`}},
 		{"llm kv groups window", f, pr(func(p *Profile) { p.LLMs[2].KVGroups = &LLMKVGroups{Full: 1, Sliding: 1, LayersPerGroup: 4} }), []string{`profile.json: llms[2].kv_groups.sliding_window: 0: must be >= 1`}},
 		{"llm kv groups layers", f, pr(func(p *Profile) { p.LLMs[2].KVGroups = &LLMKVGroups{Full: -1, Sliding: 1, SlidingWindow: 128} }), []string{`profile.json: llms[2].kv_groups.full: -1: must be >= 0`, `profile.json: llms[2].kv_groups.layers_per_group: 0: must be >= 1`}},
 		{"llm kv groups pool", f, pr(func(p *Profile) {

@@ -21,6 +21,13 @@ const (
 	// with async scheduling on by default.
 	VLLMV1Minor    = 8
 	VLLMAsyncMinor = 14
+	// VLLMChunkedHybridMinor is the first release whose hybrid KV cache manager is on by
+	// default for chunked local attention (Llama-4): VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_
+	// HYBRID_KV_CACHE defaults to false through 0.12 (vLLM PR #21761: the per-group
+	// metadata builds cost ~2 ms a step) and to true from PR #29627 (merged December 2025,
+	// which caches those builds; 0.16's documentation reads true). 0.13 was cut about then
+	// and is taken as off.
+	VLLMChunkedHybridMinor = 14
 )
 
 // DefaultVLLMVersion is the release a profile models when it names none: the current V1
@@ -44,6 +51,11 @@ func (v VLLMVersion) V1() bool { return v.Minor >= VLLMV1Minor }
 // AsyncScheduling reports whether the release schedules one step ahead of the GPU by
 // default: the scheduler's and the input preparation's host work overlap the step.
 func (v VLLMVersion) AsyncScheduling() bool { return v.Minor >= VLLMAsyncMinor }
+
+// ChunkedLocalHybrid reports whether the release's hybrid KV cache manager keeps only the
+// current chunk of a chunked-local-attention layer by default (else vLLM turns the manager
+// off for such a model, and every layer keeps every token).
+func (v VLLMVersion) ChunkedLocalHybrid() bool { return v.Minor >= VLLMChunkedHybridMinor }
 
 // ParseVLLMVersion reads a vLLM version ("0.15", "v0.15.1", "0.6.3.post1") and refuses,
 // by name, one the step model cannot represent.

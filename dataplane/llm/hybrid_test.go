@@ -98,3 +98,52 @@ func TestHybridKVAdmitsBeside(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkedKVCharges: Llama-4's layout under vLLM's hybrid manager — one full-attention
+// group and three chunked-local groups (here of 32-token chunks) — charges a sequence a
+// block per 16 tokens in the full group and, in each chunked group, at most the chunk and
+// the block being written (⌈31/16⌉ + 1 = 3 blocks, 48 tokens); a layout of both bounded
+// kinds charges each its own span; TokensWithin inverts Blocks on every layout.
+func TestChunkedKVCharges(t *testing.T) {
+	chunked := func(g formats.LLMKVGroups) *llm.Model {
+		p := flatProfile(formats.LLMEngine{})
+		p.KVGroups = &g
+		return llm.NewModel(p)
+	}
+	m := chunked(formats.LLMKVGroups{Full: 1, Chunked: 3, AttentionChunk: 32, LayersPerGroup: 12})
+	if m.KVCap != 640 || m.KVTokens != 160 {
+		t.Fatalf("pool %d tokens, stated %d: want 4 groups × 160 and 160", m.KVCap, m.KVTokens)
+	}
+	for _, tc := range []struct{ tokens, held int }{
+		{0, 0}, {1, 64}, {16, 64}, {17, 128}, {48, 192}, {49, 208}, {100, 256},
+	} {
+		if got := m.Blocks(tc.tokens); got != tc.held {
+			t.Errorf("Blocks(%d) = %d, want %d", tc.tokens, got, tc.held)
+		}
+	}
+	if got := m.SeqKV(100); got != 100+3*48 {
+		t.Errorf("SeqKV(100) = %g, want 100 + 3 × 48", got)
+	}
+	// The longest sequence: 496 tokens hold 496 + 3 × 48 = 640, the pool.
+	if got := m.MaxPrompt(); got != 496 {
+		t.Errorf("MaxPrompt %d, want 496", got)
+	}
+	for _, s := range m.Settings() {
+		if s.Name == llm.SetKVGroups && s.Value != "1 full + 3 chunked (chunk 32) of 12 layers" {
+			t.Errorf("kv_groups %q", s.Value)
+		}
+	}
+	both := chunked(formats.LLMKVGroups{Full: 1, Sliding: 1, SlidingWindow: 16, Chunked: 2, AttentionChunk: 64, LayersPerGroup: 8})
+	if got, want := both.Blocks(200), 208+32+2*80; got != want {
+		t.Errorf("sliding and chunked: Blocks(200) = %d, want %d", got, want)
+	}
+	bounded := chunked(formats.LLMKVGroups{Sliding: 1, SlidingWindow: 16, Chunked: 1, AttentionChunk: 64, LayersPerGroup: 8})
+	for _, mm := range []*llm.Model{m, both, bounded} {
+		for kv := 0; kv <= 2000; kv += 7 {
+			n := mm.TokensWithin(kv)
+			if mm.Blocks(n) > kv || (n < 1<<30 && mm.Blocks(n+mm.Block) <= kv) {
+				t.Errorf("groups %+v: TokensWithin(%d) = %d: Blocks %d, next block %d", *mm.Groups, kv, n, mm.Blocks(n), mm.Blocks(n+mm.Block))
+			}
+		}
+	}
+}

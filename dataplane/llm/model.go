@@ -2,6 +2,7 @@ package llm
 
 import (
 	"math"
+	"slices"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -41,10 +42,11 @@ type Model struct {
 	KVBytes  int64
 	// Groups is the hybrid KV layout the engine allocates under (formats.LLMKVGroups: the
 	// profile's kv_groups while vLLM's hybrid manager is on, i.e. no KV offload); nil: one
-	// group of every layer. kvMoreFull, kvSliding and kvWindowHeld are its charges as
-	// Blocks reads them (layout).
+	// group of every layer. kvMoreFull, kvSliding, kvWindowHeld, kvChunked and
+	// kvChunkHeld are its charges as Blocks reads them (layout).
 	Groups                              *formats.LLMKVGroups
 	kvMoreFull, kvSliding, kvWindowHeld int
+	kvChunked, kvChunkHeld              int
 	// Preempt is how a preempted sequence leaves: auto (swap when the KV round trip beats
 	// recomputing and swap space allows), swap or evict (recompute).
 	Preempt        string
@@ -257,7 +259,11 @@ func (m *Model) DecodeUs(b, ctx int) dataplane.Time {
 // sliding-window group the blocks its last window tokens span, at most
 // ⌈(window − 1)/Block⌉ + 1 (vLLM's SlidingWindowManager frees the blocks wholly before the
 // window as it moves). A prefill chunk briefly holds the chunk's blocks in the sliding
-// groups too; that is not counted.
+// groups too; that is not counted. In each chunked-local group a sequence holds its
+// current chunk's blocks, and vLLM's ChunkedLocalAttentionManager frees the earlier
+// chunks' as a new one starts: Blocks charges the most it holds, a whole chunk's and the
+// block being written, so a sequence's charge never falls as it grows (the admission
+// reserves and the preemption rule need that) and a long sequence's is an upper bound.
 func (m *Model) Blocks(tokens int) int {
 	var r int
 	if b := m.Block; b > 0 && b&(b-1) == 0 && tokens >= 0 {
@@ -265,15 +271,16 @@ func (m *Model) Blocks(tokens int) int {
 	} else {
 		r = (tokens + m.Block - 1) / m.Block * m.Block
 	}
-	// Without a layout both terms are 0; with one, no call either: Blocks stays inlined.
-	return r + m.kvMoreFull*r + m.kvSliding*min(r, m.kvWindowHeld)
+	// Without a layout these terms are 0; with one, no call either: Blocks stays inlined.
+	return r + m.kvMoreFull*r + m.kvSliding*min(r, m.kvWindowHeld) + m.kvChunked*min(r, m.kvChunkHeld)
 }
 
 // layout sets the hybrid layout's charges from Groups and Block (Blocks reads them).
 func (m *Model) layout() {
-	m.kvMoreFull, m.kvSliding, m.kvWindowHeld = 0, 0, 0
+	m.kvMoreFull, m.kvSliding, m.kvWindowHeld, m.kvChunked, m.kvChunkHeld = 0, 0, 0, 0, 0
 	if g := m.Groups; g != nil && m.Block > 0 {
-		m.kvMoreFull, m.kvSliding, m.kvWindowHeld = g.Full-1, g.Sliding, m.windowHeld()
+		m.kvMoreFull, m.kvSliding, m.kvWindowHeld = g.Full-1, g.Sliding, m.spanHeld(g.SlidingWindow)
+		m.kvChunked, m.kvChunkHeld = g.Chunked, m.spanHeld(g.AttentionChunk)
 	}
 }
 
@@ -281,13 +288,16 @@ func (m *Model) layout() {
 // fractional (a mean): the KV one sequence of that many tokens holds, for the planners'
 // closed forms.
 func (m *Model) SeqKV(tokens float64) float64 {
-	return tokens + float64(m.kvMoreFull)*tokens + float64(m.kvSliding)*min(tokens, float64(m.kvWindowHeld))
+	return tokens + float64(m.kvMoreFull)*tokens + float64(m.kvSliding)*min(tokens, float64(m.kvWindowHeld)) +
+		float64(m.kvChunked)*min(tokens, float64(m.kvChunkHeld))
 }
 
-// windowHeld is the most KV, in tokens of whole blocks, one sliding-window group holds for
-// a sequence.
-func (m *Model) windowHeld() int {
-	w := m.Groups.SlidingWindow
+// spanHeld is the most KV, in tokens of whole blocks, one group whose layers reach back w
+// tokens (a sliding window, or a chunk) holds for a sequence: ⌈(w − 1)/Block⌉ + 1 blocks.
+func (m *Model) spanHeld(w int) int {
+	if w <= 0 {
+		return 0
+	}
 	return ((w-1+m.Block-1)/m.Block + 1) * m.Block
 }
 
@@ -320,21 +330,38 @@ func (m *Model) MaxPrompt() int {
 }
 
 // TokensWithin is the most tokens, in whole blocks, one sequence can have while it holds
-// at most kv (Blocks' measure): kv in whole blocks but under a hybrid layout, where a sequence's
-// tokens cost a block in every group up to the window and then only in the full groups.
+// at most kv (Blocks' measure): kv in whole blocks but under a hybrid layout, where a
+// sequence's tokens cost a block in every group up to the shorter of the window and the
+// chunk, then in every group but those, and past the longer only in the full groups.
 func (m *Model) TokensWithin(kv int) int {
 	g := m.Groups
 	if g == nil || kv <= 0 {
 		return max(kv, 0) / m.Block * m.Block
 	}
-	b, h := m.Block, m.windowHeld()
-	if r := kv / g.Groups() / b * b; r < h {
-		return r // within the window every group pays a block
+	b := m.Block
+	// Blocks' measure is r·(groups still growing) plus what the bounded groups hold, which
+	// stops growing at each one's span: walk the spans in order.
+	type bound struct{ groups, held int }
+	var bounds []bound
+	if g.Sliding > 0 {
+		bounds = append(bounds, bound{g.Sliding, m.kvWindowHeld})
 	}
-	if g.Full == 0 {
-		return math.MaxInt32 // sliding groups only: a window's blocks hold any length
+	if g.Chunked > 0 {
+		bounds = append(bounds, bound{g.Chunked, m.kvChunkHeld})
 	}
-	return (kv - g.Sliding*h) / g.Full / b * b
+	slices.SortFunc(bounds, func(x, y bound) int { return x.held - y.held })
+	growing, fixed := g.Groups(), 0
+	for _, bd := range bounds {
+		if r := (kv - fixed) / growing / b * b; r < bd.held {
+			return r
+		}
+		growing -= bd.groups
+		fixed += bd.groups * bd.held
+		if growing == 0 {
+			return math.MaxInt32 // bounded groups only: their spans hold any length
+		}
+	}
+	return (kv - fixed) / growing / b * b
 }
 
 // IterationUs evaluates a profile's iteration model: the forward time in whole µs of a

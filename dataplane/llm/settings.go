@@ -152,6 +152,9 @@ func (m *Model) Settings() []Setting {
 		if g.Sliding > 0 {
 			v += fmt.Sprintf(" + %d sliding (window %d)", g.Sliding, g.SlidingWindow)
 		}
+		if g.Chunked > 0 {
+			v += fmt.Sprintf(" + %d chunked (chunk %d)", g.Chunked, g.AttentionChunk)
+		}
 		out = append(out, Setting{SetKVGroups, fmt.Sprintf("%s of %d layers", v, g.LayersPerGroup), SourceProfile})
 	}
 	return out

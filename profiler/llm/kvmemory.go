@@ -78,6 +78,17 @@ type KVSettings struct {
 	// kv_offload_bytes; or --disable-hybrid-kv-cache-manager), so a sliding-window model's
 	// every layer holds every token in one group.
 	NoHybrid bool
+	// Version is the vLLM release (zero: formats.DefaultVLLMVersion): whether the hybrid
+	// manager runs for chunked local attention depends on it (Model.KVGroups).
+	Version formats.VLLMVersion
+}
+
+// version is s.Version, or the default release.
+func (s KVSettings) version() formats.VLLMVersion {
+	if s.Version.Minor == 0 {
+		return (*formats.LLMEngine)(nil).Version()
+	}
+	return s.Version
 }
 
 // KVBudgetWith is KVBudget under the engine settings s: the budget a server started with
@@ -110,7 +121,7 @@ func KVBudgetWith(m Model, g gpus.Spec, tp int, fp8 bool, s KVSettings) KVMemory
 	k.KVBytes = free
 	k.Blocks = free / (k.BytesPerTokenPerGPU * int64(k.BlockTokens))
 	k.Tokens = k.Blocks * int64(k.BlockTokens)
-	if g := m.KVGroups(); g != nil && !s.NoHybrid {
+	if g := m.KVGroups(s.version()); g != nil && !s.NoHybrid {
 		// get_kv_cache_config_from_groups: LayersPerGroup tensors, each shared by one layer
 		// of every group, of free/LayersPerGroup bytes; a block is a page of one layer. The
 		// start-up log's "GPU KV cache size" is the blocks over the groups, in tokens.

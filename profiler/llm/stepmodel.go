@@ -423,14 +423,15 @@ func (d Deployment) Prefill(tokens, ctx int) Breakdown {
 	m := d.Model
 	t := d.prefillAttentionUs(&b, tokens, ctx)
 	b.Attention = float64(m.fullLayers()) * t
-	if m.SlidingLayers > 0 {
-		// A sliding layer visits the window's pairs of the chunk's (window.go), and never
-		// costs less than the chunk alone up to a window's length as a prompt.
-		w := t * windowPairs(tokens, ctx, m.SlidingWindow) / windowPairs(tokens, ctx, 0)
+	for _, l := range m.boundedLayers() {
+		// A sliding (or chunked) layer visits the window's pairs of the chunk's
+		// (window.go), and never costs less than the chunk alone up to a window's length
+		// as a prompt.
+		w := t * windowPairs(tokens, ctx, l.span) / windowPairs(tokens, ctx, 0)
 		if tokens > 0 {
-			w = max(w, d.prefillAttentionUs(&Breakdown{}, min(tokens, m.SlidingWindow), 0))
+			w = max(w, d.prefillAttentionUs(&Breakdown{}, min(tokens, l.span), 0))
 		}
-		b.Attention += float64(m.SlidingLayers) * min(w, t)
+		b.Attention += float64(l.layers) * min(w, t)
 	}
 	return d.step(b, tokens, 1)
 }
@@ -477,12 +478,12 @@ func (d Deployment) Decode(batch int, ctx float64) Breakdown {
 }
 
 // layersDecodeAttentionUs is every layer's decode attention: the full-attention layers over
-// ctx tokens, the sliding ones over at most their window.
+// ctx tokens, the sliding (and chunked) ones over at most their window (chunk).
 func (d Deployment) layersDecodeAttentionUs(b *Breakdown, batch int, ctx float64) float64 {
 	m := d.Model
 	us := float64(m.fullLayers()) * d.decodeAttentionUs(b, batch, ctx)
-	if m.SlidingLayers > 0 {
-		us += float64(m.SlidingLayers) * d.decodeAttentionUs(b, batch, m.windowed(ctx))
+	for _, l := range m.boundedLayers() {
+		us += float64(l.layers) * d.decodeAttentionUs(b, batch, min(ctx, float64(l.span)))
 	}
 	return us
 }
@@ -516,10 +517,11 @@ func (d Deployment) DecodeUsPerContextToken() float64 {
 			return slope
 		}
 	}
-	// A sliding layer reads no more once its window is full: only the full layers' share
-	// of a token's KV grows with the context.
+	// A sliding layer reads no more once its window is full: only the other layers' share
+	// of a token's KV grows with the context (a chunked layer's too, through its chunk of
+	// thousands of tokens).
 	perGPU := float64(m.kvBytesPerTokenTP(d.TP)*kvElemBytes(d.kvFP8)/2) / float64(d.TP)
-	perGPU *= float64(m.fullLayers()) / float64(m.Layers)
+	perGPU *= float64(m.Layers-m.SlidingLayers) / float64(m.Layers)
 	return perGPU / (d.k.Params.EtaMem * d.GPU.MemBWGBps * 1e3)
 }
 

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/plan-dev/plan/formats"
 )
@@ -12,12 +13,14 @@ import (
 // published checkpoints). The step model times a sliding layer's attention over at most W
 // tokens of context (FlashAttention skips the key blocks outside the window), and vLLM's
 // hybrid KV cache manager keeps a sliding layer's KV only for the window (LLMKVGroups).
-// Llama-4's chunked local attention is not read as a window: vLLM turned the hybrid manager
-// off for it by default ("latency regression", PR #21761), so its KV was every token's, and
-// its chunk (8,192 tokens) is longer than the contexts its attention tables hold. A later
-// change (PR #29627, December 2025) turned the manager back on for it, so a chunked layer of
-// vLLM 0.15 most likely keeps only its current chunk: the same at contexts up to 8,192
-// tokens, less past them (not modelled).
+// Llama-4's chunked local attention (three of four layers attend only within their
+// current AttentionChunk-token chunk) is timed the same way, over at most the chunk: exact
+// within the first chunk, an upper bound past it (a token at the start of a later chunk
+// attends to fewer keys), which keeps the step time from falling as the context grows. Its
+// KV follows the release: vLLM turned the hybrid manager off for chunked local attention
+// by default (PR #21761, the per-group metadata builds cost ~2 ms a step), so every layer
+// kept every token, and turned it back on from 0.14 (formats.VLLMChunkedHybridMinor), where
+// a chunked layer keeps only its current chunk's blocks (KVGroups).
 
 // readWindow reads which layers slide and over how many tokens: config.json's layer_types
 // ("sliding_attention" per layer: gpt-oss, and recent transformers' Gemma and Qwen
@@ -78,12 +81,23 @@ func readWindow(m *Model, c hfConfig, bad func(string, any, string) error) error
 }
 
 // fullLayers is how many layers attend to the whole context.
-func (m Model) fullLayers() int { return m.Layers - m.SlidingLayers }
+func (m Model) fullLayers() int { return m.Layers - m.SlidingLayers - m.ChunkedLayers }
 
-// windowed is the context a sliding layer attends to at ctx tokens.
-func (m Model) windowed(ctx float64) float64 {
-	return min(ctx, float64(m.SlidingWindow))
+// boundedLayers are the layers whose attention reaches back at most span tokens: the
+// sliding layers over their window, the chunked ones over their chunk (at most).
+func (m Model) boundedLayers() []boundedLayers {
+	var out []boundedLayers
+	if m.SlidingLayers > 0 {
+		out = append(out, boundedLayers{m.SlidingLayers, m.SlidingWindow})
+	}
+	if m.ChunkedLayers > 0 {
+		out = append(out, boundedLayers{m.ChunkedLayers, m.AttentionChunk})
+	}
+	return out
 }
+
+// boundedLayers is a count of layers attending to at most span tokens back.
+type boundedLayers struct{ layers, span int }
 
 // windowPairs is the (query, key) pairs a chunk of tokens after ctx cached ones visits
 // under causal attention within a window of w tokens (w ≤ 0: no window): query at position
@@ -103,23 +117,47 @@ func windowPairs(tokens, ctx, w int) float64 {
 	return k*c + k*(k+1)/2 + (n-k)*float64(w)
 }
 
-// KVGroups is vLLM's hybrid KV cache layout for m (formats.LLMKVGroups), nil where every
-// layer is full attention or every layer slides (one group, which holds every token: vLLM's
-// sliding-window manager for a model of sliding layers only frees outside the window too,
-// but no catalogue model is one).
-func (m Model) KVGroups() *formats.LLMKVGroups {
-	s, f := m.SlidingLayers, m.fullLayers()
-	if s == 0 || f == 0 {
+// KVGroups is vLLM's hybrid KV cache layout for m under release v (formats.LLMKVGroups),
+// nil where every layer is full attention or every layer is of one bounded kind (one
+// group, which holds every token: vLLM's sliding-window manager for a model of sliding
+// layers only frees outside the window too, but no catalogue model is one). Chunked local
+// layers form groups of their own only where v runs the hybrid manager for them
+// (formats.VLLMVersion.ChunkedLocalHybrid); before, vLLM turned the manager off for such a
+// model, and its chunked layers held every token like full ones.
+func (m Model) KVGroups(v formats.VLLMVersion) *formats.LLMKVGroups {
+	s, c := m.SlidingLayers, m.ChunkedLayers
+	if !v.ChunkedLocalHybrid() {
+		if s > 0 && c > 0 {
+			// vLLM turns the whole manager off (no catalogue model mixes the two).
+			return nil
+		}
+		c = 0
+	}
+	f := m.Layers - s - c
+	var counts []int
+	for _, n := range []int{f, s, c} {
+		if n > 0 {
+			counts = append(counts, n)
+		}
+	}
+	if len(counts) < 2 {
 		return nil
 	}
-	// _get_kv_cache_groups_uniform_page_size: groups of the smaller type's count, or of the
-	// larger's where it is under 1.5 times the smaller; each type's last group padded.
-	size := min(s, f)
-	if hi := max(s, f); float64(hi) < 1.5*float64(size) {
+	// _get_kv_cache_groups_uniform_page_size: groups of the smallest type's count, or of
+	// the largest's where it is under 1.5 times the smallest; each type's last group padded.
+	size, hi := slices.Min(counts), slices.Max(counts)
+	if float64(hi) < 1.5*float64(size) {
 		size = hi
 	}
 	ceil := func(a int) int { return (a + size - 1) / size }
-	return &formats.LLMKVGroups{Full: ceil(f), Sliding: ceil(s), SlidingWindow: m.SlidingWindow, LayersPerGroup: size}
+	g := &formats.LLMKVGroups{Full: ceil(f), Sliding: ceil(s), LayersPerGroup: size}
+	if s > 0 {
+		g.SlidingWindow = m.SlidingWindow
+	}
+	if c > 0 {
+		g.Chunked, g.AttentionChunk = ceil(c), m.AttentionChunk
+	}
+	return g
 }
 
 // readChunked reads Llama-4's chunked local attention: attention_chunk_size, on the layers

@@ -53,7 +53,7 @@ func TestReadWindow(t *testing.T) {
 // (_get_kv_cache_groups_uniform_page_size), including its own examples.
 func TestKVGroupsAsVLLM(t *testing.T) {
 	layout := func(layers, sliding int) *formats.LLMKVGroups {
-		return Model{Layers: layers, SlidingLayers: sliding, SlidingWindow: 128}.KVGroups()
+		return Model{Layers: layers, SlidingLayers: sliding, SlidingWindow: 128}.KVGroups(v015)
 	}
 	for _, tc := range []struct {
 		name            string
@@ -76,10 +76,33 @@ func TestKVGroupsAsVLLM(t *testing.T) {
 	if g := layout(32, 0); g != nil {
 		t.Errorf("a model of full layers: %+v, want nil", g)
 	}
+	// Llama-4: 12 full and 36 chunked-local layers, four groups of 12 where the release
+	// runs the hybrid manager for chunked local attention, one group (nil) before.
+	for _, name := range []string{"llama-4-scout", "llama-4-maverick"} {
+		g := lookupGroups(t, name)
+		if g == nil || g.Full != 1 || g.Chunked != 3 || g.Sliding != 0 || g.LayersPerGroup != 12 || g.AttentionChunk != 8192 {
+			t.Errorf("%s at vLLM 0.15: %+v, want 1 full and 3 chunked groups of 12, chunk 8192", name, g)
+		}
+		m, _ := Lookup(name)
+		if g := m.KVGroups(formats.VLLMVersion{Minor: formats.VLLMChunkedHybridMinor - 1}); g != nil {
+			t.Errorf("%s before the chunked hybrid manager: %+v, want nil", name, g)
+		}
+	}
+	mixed := Model{Layers: 48, SlidingLayers: 12, SlidingWindow: 128, ChunkedLayers: 24, AttentionChunk: 8192}
+	if g := mixed.KVGroups(v015); g == nil || g.Full != 1 || g.Sliding != 1 || g.Chunked != 2 || g.LayersPerGroup != 12 {
+		t.Errorf("12 full, 12 sliding, 24 chunked: %+v, want 1 + 1 + 2 groups of 12", g)
+	}
+	if g := mixed.KVGroups(formats.VLLMVersion{Minor: 12}); g != nil {
+		t.Errorf("sliding and chunked before the chunked hybrid manager: %+v, want nil (the manager off)", g)
+	}
 	if g := layout(32, 32); g != nil {
 		t.Errorf("a model of sliding layers only: %+v, want nil (one group)", g)
 	}
 }
+
+// v015 is the release the validation set ran, whose hybrid manager covers chunked local
+// attention.
+var v015 = formats.VLLMVersion{Minor: 15}
 
 func lookupGroups(t *testing.T, name string) *formats.LLMKVGroups {
 	t.Helper()
@@ -87,7 +110,7 @@ func lookupGroups(t *testing.T, name string) *formats.LLMKVGroups {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m.KVGroups()
+	return m.KVGroups(v015)
 }
 
 // TestWindowPairs against counting: query p sees min(p+1, w) keys.
@@ -138,7 +161,7 @@ func TestSlidingAttentionCosts(t *testing.T) {
 			t.Errorf("%s: context term %g, not under full attention's %g", name, d.DecodeUsPerContextToken(), df.DecodeUsPerContextToken())
 		}
 		k := KVBudget(m, g, 1, false)
-		gr := m.KVGroups()
+		gr := m.KVGroups(v015)
 		if k.Groups == nil || *k.Groups != *gr {
 			t.Fatalf("%s: budget groups %+v, want %+v", name, k.Groups, gr)
 		}
@@ -219,5 +242,44 @@ func TestReadChunked(t *testing.T) {
 	}
 	if n := notes(mustLookup(t, "llama-3.1-70b"), formats.DefaultVLLMVersion); strings.Contains(n, "cuda graphs") {
 		t.Errorf("a dense model names piecewise graphs:\n%s", n)
+	}
+}
+
+// TestChunkedAttentionCosts: a chunked-local layer's attention grows like a full layer's
+// within its chunk and stops growing past it, in decode and prefill, so Llama-4's step
+// never falls as the context grows; the KV budget (BF16 on four H100s) at vLLM 0.15 counts its four-group pool.
+func TestChunkedAttentionCosts(t *testing.T) {
+	g, _ := gpus.Lookup("H100")
+	m := mustLookup(t, "llama-4-scout")
+	full := m
+	full.ChunkedLayers, full.AttentionChunk = 0, 0
+	d, df := mustDeployment(m, g, 2), mustDeployment(full, g, 2)
+	c := float64(m.AttentionChunk)
+	if a, b := d.Decode(8, c).Attention, df.Decode(8, c).Attention; a != b {
+		t.Errorf("decode attention at the chunk %g µs, every layer full %g µs: want equal", a, b)
+	}
+	prev := 0.0
+	for _, ctx := range []float64{1024, c, 2 * c, 4 * c} {
+		a, af := d.Decode(8, ctx).Attention, df.Decode(8, ctx).Attention
+		if a < prev {
+			t.Errorf("decode attention falls to %g µs at %g tokens of context", a, ctx)
+		}
+		if ctx > c && a >= af {
+			t.Errorf("decode attention at %g tokens %g µs, not under every layer full's %g", ctx, a, af)
+		}
+		prev = a
+	}
+	if p, pf := d.Prefill(2048, 3*m.AttentionChunk).Attention, df.Prefill(2048, 3*m.AttentionChunk).Attention; p >= pf {
+		t.Errorf("a 2,048-token chunk after 24,576 cached: %g µs, not under every layer full's %g", p, pf)
+	}
+	k := KVBudgetWith(m, g, 4, false, KVSettings{BatchedTokens: 2048, MaxSeqs: 128})
+	off := KVBudgetWith(m, g, 4, false, KVSettings{BatchedTokens: 2048, MaxSeqs: 128, Version: formats.VLLMVersion{Minor: 12}})
+	if k.Groups == nil || k.Groups.Chunked != 3 || off.Groups != nil {
+		t.Fatalf("groups at 0.15 %+v, at 0.12 %+v: want 3 chunked groups, then none", k.Groups, off.Groups)
+	}
+	// The pool's blocks hold 12 layers each, four times the 48-layer blocks of one group:
+	// the capacity the start-up log states is the same.
+	if k.Blocks < 4*off.Blocks || k.Blocks > 4*off.Blocks+3 || k.Tokens != k.Blocks/4*16 {
+		t.Errorf("0.15: %d pool blocks, %d tokens; 0.12: %d blocks", k.Blocks, k.Tokens, off.Blocks)
 	}
 }

@@ -319,7 +319,7 @@ func explainLLM(p formats.LLMProfile, link roofline.Link, configs []llm.Model) (
 		resolved = string(l)
 	}
 	return llmExplain{Model: m.Name, GPU: g.Name, TP: p.GPUCount, Link: resolved, Cells: d.ExplainCells(), Weights: m.Weights.String(), AttentionBF16: m.AttentionBF16, ExpertParallel: ep, MoE: m.MoE,
-		StepTimes: d.StepTimes(), Terms: d.TermsNote(), KV: kvBudget(m, g, p.GPUCount, fp8, batched, seqs, util, block, noHybrid)}, nil
+		StepTimes: d.StepTimes(), Terms: d.TermsNote(), KV: kvBudget(m, g, p.GPUCount, fp8, batched, seqs, util, block, noHybrid, p.Engine.Version())}, nil
 }
 
 // writeExplain prints one table per explained profile: a row per cell, a column per term
@@ -399,7 +399,7 @@ func cellName(c llm.Cell) string {
 
 // kvBudget is the KV budget under the profile's engine settings (zero: vLLM's defaults for
 // the GPU).
-func kvBudget(m llm.Model, g gpus.Spec, tp int, fp8 bool, batched, seqs int, util float64, block int, noHybrid bool) llm.KVMemory {
+func kvBudget(m llm.Model, g gpus.Spec, tp int, fp8 bool, batched, seqs int, util float64, block int, noHybrid bool, v formats.VLLMVersion) llm.KVMemory {
 	b, s := formats.DefaultBatchedTokens(g.Name)
 	if batched > 0 {
 		b = batched
@@ -407,7 +407,7 @@ func kvBudget(m llm.Model, g gpus.Spec, tp int, fp8 bool, batched, seqs int, uti
 	if seqs > 0 {
 		s = seqs
 	}
-	return llm.KVBudgetWith(m, g, tp, fp8, llm.KVSettings{BatchedTokens: b, MaxSeqs: s, Utilization: util, BlockTokens: block, NoHybrid: noHybrid})
+	return llm.KVBudgetWith(m, g, tp, fp8, llm.KVSettings{BatchedTokens: b, MaxSeqs: s, Utilization: util, BlockTokens: block, NoHybrid: noHybrid, Version: v})
 }
 
 // statedKV sets the one estimated profile's KV capacity to the server's own count
