@@ -381,12 +381,28 @@ func writeExplain(w io.Writer, es []llmExplain) {
 			}
 		}
 		k := e.KV
-		fmt.Fprintf(w, "KV cache per GPU (vLLM's start-up budget): %s × %.2f gpu_memory_utilization − %s weights − %s rotary table − %s activation peak (%d batched tokens, %d sequences) − %s workspaces − %s CUDA graphs = %s; ÷ (%d-token blocks × %d B a token) = %d blocks = %d tokens\n",
-			gib(k.GPUBytes), k.Utilization, gib(k.WeightsPerGPU), gib(k.RopeTable), gib(k.ActivationPeak), k.BatchedTokens, k.MaxSeqs, gib(k.NonTorch), gib(k.CUDAGraphs), gib(k.KVBytes), k.BlockTokens, k.BytesPerTokenPerGPU, k.Blocks, k.Tokens)
-		if g := k.Groups; g != nil {
-			fmt.Fprintf(w, "  hybrid KV layout (vLLM's hybrid KV cache manager): %d full-attention and %d sliding-window groups of %d layers; a block holds %d tokens of one group's layers, so the pool is %d blocks and vLLM reports %d tokens (blocks over groups); a sequence holds a block per %d tokens in a full group and at most its last %d tokens' blocks in a sliding one\n",
-				g.Full, g.Sliding, g.LayersPerGroup, k.BlockTokens, k.Blocks, k.Tokens, k.BlockTokens, g.SlidingWindow)
+		budget := fmt.Sprintf("KV cache per GPU (vLLM's start-up budget): %s × %.2f gpu_memory_utilization − %s weights − %s rotary table − %s activation peak (%d batched tokens, %d sequences) − %s workspaces − %s CUDA graphs = %s",
+			gib(k.GPUBytes), k.Utilization, gib(k.WeightsPerGPU), gib(k.RopeTable), gib(k.ActivationPeak), k.BatchedTokens, k.MaxSeqs, gib(k.NonTorch), gib(k.CUDAGraphs), gib(k.KVBytes))
+		g := k.Groups
+		if g == nil {
+			fmt.Fprintf(w, "%s; ÷ (%d-token blocks × %d B a token) = %d blocks = %d tokens\n", budget, k.BlockTokens, k.BytesPerTokenPerGPU, k.Blocks, k.Tokens)
+			continue
 		}
+		layers := int64(g.LayersPerGroup * g.Groups())
+		fmt.Fprintf(w, "%s; ÷ (%d-token blocks × %d B a token of one layer × %d layers a group) = %d pool blocks; over %d groups = %d tokens (what vLLM reports)\n",
+			budget, k.BlockTokens, k.BytesPerTokenPerGPU/max(layers, 1), g.LayersPerGroup, k.Blocks, g.Groups(), k.Tokens)
+		kinds := []string{fmt.Sprintf("%d full-attention", g.Full)}
+		holds := []string{fmt.Sprintf("a block per %d tokens in a full group", k.BlockTokens)}
+		if g.Sliding > 0 {
+			kinds = append(kinds, fmt.Sprintf("%d sliding-window (%d tokens)", g.Sliding, g.SlidingWindow))
+			holds = append(holds, "at most its last window's blocks in a sliding one")
+		}
+		if g.Chunked > 0 {
+			kinds = append(kinds, fmt.Sprintf("%d chunked-local (%d-token chunks)", g.Chunked, g.AttentionChunk))
+			holds = append(holds, "at most its current chunk's blocks in a chunked one")
+		}
+		fmt.Fprintf(w, "  hybrid KV layout (vLLM's hybrid KV cache manager): %s groups of %d layers; a sequence holds %s\n",
+			strings.Join(kinds, ", "), g.LayersPerGroup, strings.Join(holds, ", "))
 	}
 }
 

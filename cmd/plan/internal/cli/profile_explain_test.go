@@ -74,3 +74,46 @@ func TestProfileLLMListTPExplain(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileExplainHybridKV: --explain states a hybrid KV layout as vLLM allocates it —
+// pool blocks of one group's layers, the tokens vLLM reports over the groups, and what a
+// sequence holds in each kind of group — for Llama-4's chunked local attention from vLLM
+// 0.14 (one group before), and gpt-oss's sliding window.
+func TestProfileExplainHybridKV(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		want    []string
+		without []string
+	}{
+		{"scout at 0.15", []string{"--llm", "llama-4-scout", "--gpu", "H100", "--tp", "2", "--quantization", "fp8"},
+			[]string{"× 2048 B a token of one layer × 12 layers a group) = ", "over 4 groups = ", "1 full-attention, 3 chunked-local (8192-token chunks) groups of 12 layers", "at most its current chunk's blocks in a chunked one"}, []string{"sliding"}},
+		{"scout at 0.12", []string{"--llm", "llama-4-scout", "--gpu", "H100", "--tp", "2", "--quantization", "fp8", "--vllm-version", "0.12"},
+			[]string{"÷ (16-token blocks × 98304 B a token) = "}, []string{"hybrid KV layout", "chunked-local"}},
+		{"gpt-oss", []string{"--llm", "gpt-oss-20b", "--gpu", "H100"},
+			[]string{"over 2 groups = ", "1 full-attention, 1 sliding-window (128 tokens) groups of 12 layers", "at most its last window's blocks in a sliding one"}, []string{"chunked"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"profile"}, tc.args...), "--explain", "-o", filepath.Join(t.TempDir(), "p.json"))
+			code, stdout, stderr := rootRun(t, args...)
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			i := strings.Index(stdout, "KV cache per GPU")
+			if i < 0 {
+				t.Fatalf("no KV budget in:\n%s", stdout)
+			}
+			kv := stdout[i:]
+			for _, w := range tc.want {
+				if !strings.Contains(kv, w) {
+					t.Errorf("lacks %q:\n%s", w, kv)
+				}
+			}
+			for _, w := range tc.without {
+				if strings.Contains(kv, w) {
+					t.Errorf("has %q:\n%s", w, kv)
+				}
+			}
+		})
+	}
+}
