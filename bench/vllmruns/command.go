@@ -11,6 +11,7 @@ package vllmruns
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -99,6 +100,8 @@ type Report struct {
 	Kind    string   `json:"kind"`
 	Runs    []Result `json:"runs"`
 	Medians Medians  `json:"medians"`
+	// Groups are the medians within each group of runs (GroupOf), in GroupOrder.
+	Groups []GroupMedians `json:"groups"`
 	// Baseline is the check against --baseline, when given.
 	Baseline *BaselineCheck `json:"baseline,omitempty"`
 	// Quick: each stage was replayed for its first quickStageS seconds only.
@@ -145,7 +148,7 @@ func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 	if err != nil {
 		return err
 	}
-	rep := Report{Kind: reportKind, Runs: results, Medians: MediansOf(results), Quick: o.quick}
+	rep := Report{Kind: reportKind, Runs: results, Medians: MediansOf(results), Groups: GroupMediansOf(results), Quick: o.quick}
 	if base != nil {
 		c := base.Check(rep.Medians)
 		rep.Baseline = &c
@@ -247,6 +250,62 @@ func MediansOf(rs []Result) Medians {
 
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
 
+// The groups a published sim-to-real study of LLM-serving simulators reports its accuracy
+// by, and so the groups in which plan's is compared with the best trained simulator's:
+// H100 at TP 1, H100 at TP ≥ 2, and A100 and L40S together; a run on any other GPU forms a
+// group of its GPU.
+const (
+	GroupH100TP1   = "H100 TP 1"
+	GroupH100TPn   = "H100 TP ≥ 2"
+	GroupA100L40S  = "A100, L40S"
+	groupOtherLast = "~" // sorts other GPUs' groups after the named ones
+)
+
+// GroupOrder lists the named groups in the order reports print them.
+var GroupOrder = []string{GroupH100TP1, GroupH100TPn, GroupA100L40S}
+
+// GroupOf is run's group.
+func GroupOf(run Run) string {
+	switch g := strings.ToUpper(run.GPU); {
+	case g == "H100" && run.TP <= 1:
+		return GroupH100TP1
+	case g == "H100":
+		return GroupH100TPn
+	case g == "A100" || g == "L40S":
+		return GroupA100L40S
+	default:
+		return run.GPU
+	}
+}
+
+// GroupMedians are Medians within one group of runs.
+type GroupMedians struct {
+	Group string `json:"group"`
+	Medians
+}
+
+// GroupMediansOf takes the medians within each group the results fall in: the named
+// groups in GroupOrder, then any other GPU's, by name.
+func GroupMediansOf(rs []Result) []GroupMedians {
+	by := map[string][]Result{}
+	for _, r := range rs {
+		by[r.Group] = append(by[r.Group], r)
+	}
+	rank := func(g string) string {
+		if i := slices.Index(GroupOrder, g); i >= 0 {
+			return fmt.Sprint(i)
+		}
+		return groupOtherLast + g
+	}
+	names := slices.Collect(maps.Keys(by))
+	slices.SortFunc(names, func(a, b string) int { return strings.Compare(rank(a), rank(b)) })
+	var out []GroupMedians
+	for _, g := range names {
+		out = append(out, GroupMedians{Group: g, Medians: MediansOf(by[g])})
+	}
+	return out
+}
+
 // Baseline is a recorded set of median absolute errors and the tolerance, in percentage
 // points, a later run may exceed each by before it counts as a regression.
 type Baseline struct {
@@ -333,6 +392,14 @@ func printReport(env benchapi.Env, rep Report) {
 		{"signed", e(m.Signed.E2EMean), e(m.Signed.E2EP90), e(m.Signed.E2EP99), e(m.Signed.TTFTMean), e(m.Signed.TTFTP90), e(m.Signed.TTFTP99), e(m.Signed.ITLMean)},
 	})
 	fmt.Fprintf(env.Out, "worst |error| on E2E mean: %.1f%% (run %s)\n", m.WorstE2, m.WorstRun)
+	if len(rep.Groups) > 0 {
+		var gr [][]string
+		for _, g := range rep.Groups {
+			gr = append(gr, []string{g.Group, fmt.Sprint(g.Runs), e(g.Abs.E2EMean), e(g.Abs.TTFTMean), e(g.Abs.ITLMean), e(g.Abs.E2EP99)})
+		}
+		fmt.Fprintln(env.Out)
+		env.Table([]string{"median |error| by group", "runs", "e2e mean", "ttft mean", "itl mean", "e2e p99"}, gr)
+	}
 	if c := rep.Baseline; c != nil {
 		if len(c.Regressions) == 0 {
 			fmt.Fprintf(env.Out, "baseline: no median worse than recorded (+%.2f points tolerance)\n", c.Baseline.TolerancePts)

@@ -86,11 +86,14 @@ func Trace(run Run, seed uint64) *formats.Trace {
 // Result is one run replayed: its measurements and plan's prediction of each, per stage and
 // over the run, with the KV capacity the replay used and plan's own estimate.
 type Result struct {
-	Run        string        `json:"run"`
-	Deployment string        `json:"deployment"`
-	MoE        bool          `json:"moe,omitempty"`
-	Stages     []StageResult `json:"stages"`
-	All        StageResult   `json:"all"`
+	Run        string `json:"run"`
+	Deployment string `json:"deployment"`
+	// Group is the run's group for comparison with published simulators' accuracy
+	// (GroupOf): H100 at TP 1, H100 at TP ≥ 2, A100 and L40S, else its GPU.
+	Group  string        `json:"group"`
+	MoE    bool          `json:"moe,omitempty"`
+	Stages []StageResult `json:"stages"`
+	All    StageResult   `json:"all"`
 	// KVTokens is the KV capacity replayed (the run's); KVEstimateTokens plan's estimate
 	// under the run's engine settings, KVEstimateErrorPct its signed error.
 	KVTokens           int64   `json:"kv_tokens"`
@@ -126,7 +129,7 @@ func Replay(ctx context.Context, run Run, replay Replayer, seed uint64, corr *ll
 	if err != nil {
 		return Result{}, fmt.Errorf("run %s: %v", run.ID, err)
 	}
-	res := Result{Run: run.ID, Deployment: run.Label(), MoE: run.MoE(), KVTokens: prof.KVCapacityTokens, KVEstimateTokens: est}
+	res := Result{Run: run.ID, Deployment: run.Label(), Group: GroupOf(run), MoE: run.MoE(), KVTokens: prof.KVCapacityTokens, KVEstimateTokens: est}
 	res.KVEstimateErrorPct = pct(float64(est), float64(prof.KVCapacityTokens))
 	// Records by stage of arrival.
 	bounds := make([]int64, len(run.Stages))

@@ -109,3 +109,37 @@ func TestValidationBaseline(t *testing.T) {
 	}
 	t.Logf("medians |error|: E2E %.2f%%, TTFT %.2f%%, ITL %.2f%%; worst E2E %.1f%% (run %s)", m.Abs.E2EMean, m.Abs.TTFTMean, m.Abs.ITLMean, m.WorstE2, m.WorstRun)
 }
+
+// TestGroups: a run's group is the published comparison's (H100 by TP, A100 with L40S,
+// any other GPU its own), and the medians are taken within each, named groups first.
+func TestGroups(t *testing.T) {
+	for _, tc := range []struct {
+		gpu   string
+		tp    int
+		group string
+	}{
+		{"H100", 1, GroupH100TP1}, {"h100", 2, GroupH100TPn}, {"H100", 8, GroupH100TPn},
+		{"A100", 4, GroupA100L40S}, {"L40S", 1, GroupA100L40S}, {"H200", 1, "H200"},
+	} {
+		if got := GroupOf(Run{GPU: tc.gpu, TP: tc.tp}); got != tc.group {
+			t.Errorf("%s TP %d: group %q, want %q", tc.gpu, tc.tp, got, tc.group)
+		}
+	}
+	res := func(group string, e2e float64) Result {
+		return Result{Group: group, All: StageResult{ErrorPct: Measured{E2EMean: e2e}}}
+	}
+	got := GroupMediansOf([]Result{res("H200", 1), res(GroupA100L40S, -30), res(GroupH100TP1, 2), res(GroupA100L40S, 10), res(GroupH100TP1, -6), res(GroupH100TP1, 40)})
+	want := []struct {
+		group string
+		runs  int
+		e2e   float64
+	}{{GroupH100TP1, 3, 6}, {GroupA100L40S, 2, 20}, {"H200", 1, 1}}
+	if len(got) != len(want) {
+		t.Fatalf("groups %+v", got)
+	}
+	for i, w := range want {
+		if g := got[i]; g.Group != w.group || g.Runs != w.runs || g.Abs.E2EMean != w.e2e {
+			t.Errorf("group %d: %s, %d runs, median |E2E| %g; want %s, %d, %g", i, g.Group, g.Runs, g.Abs.E2EMean, w.group, w.runs, w.e2e)
+		}
+	}
+}
