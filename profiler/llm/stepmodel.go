@@ -576,6 +576,9 @@ func (d Deployment) TermsNote() []string {
 	if m := d.Model; m.ChunkedLayers > 0 && v.V1() {
 		out = append(out, fmt.Sprintf("cuda graphs: %d of the %d layers are chunked local attention (%d-token chunks), whose metadata builder vLLM declares unable to run in a full CUDA graph, so vLLM %s runs this model piecewise, each layer's attention launched eagerly between captured pieces; the step model does not charge those launches. Real runs of the one such model measured (Llama-4-Scout FP8 on 2×H100, bench/vllmruns) decoded %s",
 			m.ChunkedLayers, m.Layers, m.AttentionChunk, v, piecewiseResidual))
+		if v.ChunkedLocalHybrid() {
+			out = append(out, fmt.Sprintf("kv groups: vLLM %s runs its hybrid KV cache manager for the chunked layers (a group each of full and chunked layers, window.go), which builds the attention metadata and local virtual batches per group each step: about 2 ms a step before PR #29627 cached the builds across groups (PR #21761's measurement), about 1 ms after it (PR #46553, Llama-4-Maverick on MI300X); not charged", v))
+		}
 	}
 	if d.tab != nil && d.Model.MLA == nil {
 		out = append(out, fmt.Sprintf("attention: decode points measured over a KV cache that fits the %d MiB L2 (the benchmark replays one layer over one cache) are read from memory, as a serving step reads them: the line through the first two measured contexts above the L2",

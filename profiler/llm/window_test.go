@@ -237,6 +237,12 @@ func TestReadChunked(t *testing.T) {
 	if n := notes(scout, formats.DefaultVLLMVersion); !strings.Contains(n, "cuda graphs: 36 of the 48 layers are chunked local attention") {
 		t.Errorf("scout on the default engine: no piecewise note in\n%s", n)
 	}
+	if n := notes(scout, formats.DefaultVLLMVersion); !strings.Contains(n, "kv groups: vLLM 0.15 runs its hybrid KV cache manager for the chunked layers") {
+		t.Errorf("scout on the default engine: no per-group metadata note in\n%s", n)
+	}
+	if n := notes(scout, "0.12"); !strings.Contains(n, "cuda graphs") || strings.Contains(n, "kv groups") {
+		t.Errorf("scout on vLLM 0.12 (piecewise graphs, no hybrid manager for chunked layers):\n%s", n)
+	}
 	if n := notes(scout, "0.6"); strings.Contains(n, "cuda graphs") {
 		t.Errorf("scout on the V0 engine names piecewise graphs:\n%s", n)
 	}
