@@ -236,6 +236,10 @@ type LLMEngine struct {
 	// EnableExpertParallel places a mixture-of-experts model's experts whole on the
 	// tensor-parallel GPUs (vLLM's --enable-expert-parallel) instead of splitting each.
 	EnableExpertParallel bool `json:"enable_expert_parallel,omitempty"`
+	// DisableHybridKVCacheManager turns vLLM's hybrid KV cache manager off
+	// (--disable-hybrid-kv-cache-manager): a model mixing full with sliding-window or
+	// chunked-local layers keeps every token in every layer, one KV group (HybridKVOff).
+	DisableHybridKVCacheManager bool `json:"disable_hybrid_kv_cache_manager,omitempty"`
 	// EnablePrefixCaching turns automatic prefix caching on or off (llm-engine-2 §2; nil =
 	// on, vLLM V1's default: the engine keeps freed full blocks hashed and a later prompt
 	// starting with the same tokens skips their prefill). PrefixCaching reads it.

@@ -169,4 +169,15 @@ func (e *LLMEngine) Overlay(o *LLMEngine) {
 	if o.SwapSpace > 0 {
 		e.SwapSpace = o.SwapSpace
 	}
+	if o.DisableHybridKVCacheManager {
+		e.DisableHybridKVCacheManager = true
+	}
+}
+
+// HybridKVOff reports whether the engine runs without vLLM's hybrid KV cache manager, so
+// every layer of a hybrid-attention model keeps every token (one KV group): the flag
+// (--disable-hybrid-kv-cache-manager), or a KV connector (kv_offload_bytes: vLLM 0.15's
+// OffloadingConnector does not support the manager, so vLLM turns it off).
+func (e *LLMEngine) HybridKVOff() bool {
+	return e != nil && (e.DisableHybridKVCacheManager || e.KVOffloadBytes > 0)
 }

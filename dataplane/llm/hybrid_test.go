@@ -69,15 +69,25 @@ func TestHybridKVCharges(t *testing.T) {
 	}
 }
 
-// TestHybridKVOffloadHoldsEveryToken: under a KV connector (kv_offload_bytes) vLLM turns the
-// hybrid manager off, so every group holds every token.
+// TestHybridKVOffloadHoldsEveryToken: under a KV connector (kv_offload_bytes) or
+// --disable-hybrid-kv-cache-manager vLLM runs without the hybrid manager, so every group
+// holds every token; the flag is reported among the settings.
 func TestHybridKVOffloadHoldsEveryToken(t *testing.T) {
-	m := llm.NewModel(hybridProfile(formats.LLMEngine{KVOffloadBytes: 1 << 20}))
-	if m.Groups == nil || m.Groups.Sliding != 0 || m.Groups.Full != 2 {
-		t.Fatalf("groups %+v, want 2 full", m.Groups)
-	}
-	if got := m.Blocks(100); got != 224 {
-		t.Errorf("Blocks(100) = %d, want 2 × 112", got)
+	for _, e := range []formats.LLMEngine{{KVOffloadBytes: 1 << 20}, {DisableHybridKVCacheManager: true}} {
+		m := llm.NewModel(hybridProfile(e))
+		if m.Groups == nil || m.Groups.Sliding != 0 || m.Groups.Full != 2 {
+			t.Fatalf("engine %+v: groups %+v, want 2 full", e, m.Groups)
+		}
+		if got := m.Blocks(100); got != 224 {
+			t.Errorf("engine %+v: Blocks(100) = %d, want 2 × 112", e, got)
+		}
+		flagged := false
+		for _, s := range m.Settings() {
+			flagged = flagged || s.Name == llm.SetNoHybridKV && s.Value == "true"
+		}
+		if flagged != e.DisableHybridKVCacheManager {
+			t.Errorf("engine %+v: disable_hybrid_kv_cache_manager among the settings %v", e, flagged)
+		}
 	}
 }
 

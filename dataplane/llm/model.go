@@ -112,9 +112,9 @@ func NewModel(p *formats.LLMProfile) *Model {
 	m.KVTokens = m.KVCap
 	if g := p.KVGroups; g != nil && g.Groups() > 1 {
 		m.Groups = g
-		if m.OffloadBytes > 0 {
-			// vLLM turns the hybrid manager off under a KV connector: every layer holds every
-			// token, so a sequence's tokens cost the same in every group.
+		if p.Engine.HybridKVOff() {
+			// vLLM's hybrid manager is off (the flag, or a KV connector): every layer holds
+			// every token, so a sequence's tokens cost the same in every group.
 			m.Groups = &formats.LLMKVGroups{Full: g.Groups(), LayersPerGroup: g.LayersPerGroup}
 		}
 		m.KVCap = m.KVCap / m.Block * g.Groups() * m.Block

@@ -63,6 +63,7 @@ func (m *Model) NonDefault() []string {
 		add("kv_cache_dtype", e.KVCacheDtype != "" && e.KVCacheDtype != "auto", e.KVCacheDtype)
 		add("quantization", e.Quantization != "", e.Quantization)
 		add("enable_expert_parallel", e.EnableExpertParallel, "true")
+		add("disable_hybrid_kv_cache_manager", e.DisableHybridKVCacheManager, "true")
 	}
 	add("weight_dtype", m.Prof.WeightDType != "", m.Prof.WeightDType)
 	add("scheduling_policy", m.Priority, "priority")

@@ -57,6 +57,7 @@ const (
 	SetPreemptionMode = "preemption_mode"
 	SetSwapSpace      = "swap_space"
 	SetKVOffload      = "kv_offload_bytes"
+	SetNoHybridKV     = "disable_hybrid_kv_cache_manager"
 	SetPrefixCaching  = "enable_prefix_caching"
 	SetKVCapacity     = "kv_capacity_tokens"
 	SetKVGroups       = "kv_groups"
@@ -142,6 +143,9 @@ func (m *Model) Settings() []Setting {
 	}
 	if m.OffloadBytes > 0 {
 		out = append(out, Setting{SetKVOffload, strconv.FormatInt(m.OffloadBytes, 10), m.SourceOf(SetKVOffload)})
+	}
+	if m.Prof.Engine != nil && m.Prof.Engine.DisableHybridKVCacheManager {
+		out = append(out, Setting{SetNoHybridKV, "true", SourceEngine})
 	}
 	out = append(out,
 		Setting{SetPrefixCaching, strconv.FormatBool(m.PrefixCaching), m.SourceOf(SetPrefixCaching)},

@@ -463,7 +463,8 @@ func engine(m *llm.Model, in qlmsec.QLMInstance, maxLen int, memBytes int64) (En
 // engineSettings applies the resolved engine m's other settings that the profile's engine
 // block g states (chunked prefill, partial prefills, scheduling, prefix caching: each
 // written only when stated, vLLM's default otherwise, as the simulator's), and the block's
-// flags the engine model does not read (KV cache dtype, quantization, expert parallelism).
+// flags the engine model does not read (KV cache dtype, quantization, expert parallelism,
+// the hybrid KV cache manager's switch).
 func engineSettings(e *Engine, m *llm.Model, g *formats.LLMEngine) {
 	if g == nil {
 		return
@@ -489,6 +490,7 @@ func engineSettings(e *Engine, m *llm.Model, g *formats.LLMEngine) {
 	e.KVCacheDtype = g.KVCacheDtype
 	e.Quantization = g.Quantization
 	e.EnableExpertParallel = g.EnableExpertParallel
+	e.DisableHybridKVCacheManager = g.DisableHybridKVCacheManager
 }
 
 // describeQueues summarizes the virtual queues for comments: "llm-0: rg-a → rg-b; llm-1: …".

@@ -513,6 +513,8 @@ func TestEngineSettingsExported(t *testing.T) {
 			[]string{"--max-num-seqs=1024", "--max-model-len=3072", "--max-num-batched-tokens=8192", "--block-size=16", "--kv-cache-dtype=fp8"}, nil},
 		{"fp8 weights, expert parallel", "H100", &formats.LLMEngine{Quantization: "fp8", EnableExpertParallel: true},
 			[]string{"--max-num-seqs=1024", "--max-model-len=3072", "--max-num-batched-tokens=8192", "--block-size=16", "--quantization=fp8", "--enable-expert-parallel"}, nil},
+		{"hybrid KV manager off", "H100", &formats.LLMEngine{DisableHybridKVCacheManager: true},
+			[]string{"--max-num-seqs=1024", "--max-model-len=3072", "--max-num-batched-tokens=8192", "--block-size=16", "--disable-hybrid-kv-cache-manager"}, nil},
 		{"chunked off", "A100", &formats.LLMEngine{MaxNumBatchedTokens: 1024, EnableChunkedPrefill: &off},
 			[]string{"--max-num-seqs=256", "--max-model-len=1024", "--max-num-batched-tokens=1024", "--block-size=16", "--no-enable-chunked-prefill"}, nil},
 	} {

@@ -89,6 +89,9 @@ type Engine struct {
 	// when the profile's engine sets them.
 	Quantization         string `json:"quantization,omitempty"`
 	EnableExpertParallel bool   `json:"enable_expert_parallel,omitempty"`
+	// DisableHybridKVCacheManager is written when the profile's engine turns vLLM's hybrid
+	// KV cache manager off: the KV layout the plan was sized with is then one group.
+	DisableHybridKVCacheManager bool `json:"disable_hybrid_kv_cache_manager,omitempty"`
 	// EnablePrefixCaching is written when the profile states it, and false on a decode
 	// instance, whose sequences arrive with their prompts computed (the simulator turns it
 	// off there); unset, vLLM V1's default holds: on, as in the simulator.
@@ -130,7 +133,7 @@ type OffloadConfig struct {
 // Args are the engine's settings as vLLM's command-line flags, the model excepted (each
 // deployment names it in its own form): tensor parallelism, memory share, sequence, context,
 // token and block limits, swap space, chunked prefill, scheduling, KV cache dtype,
-// quantization, expert parallelism, prefix caching, and the speculative and KV-transfer
+// quantization, expert parallelism, the hybrid KV cache manager, prefix caching, and the speculative and KV-transfer
 // configs as JSON (vLLM's config flags take their dataclass as JSON).
 func Args(e Engine) []string {
 	a := []string{"--tensor-parallel-size=" + strconv.Itoa(e.TensorParallelSize)}
@@ -159,6 +162,9 @@ func Args(e Engine) []string {
 	}
 	if e.EnableExpertParallel {
 		a = append(a, "--enable-expert-parallel")
+	}
+	if e.DisableHybridKVCacheManager {
+		a = append(a, "--disable-hybrid-kv-cache-manager")
 	}
 	if c := e.EnablePrefixCaching; c != nil && *c {
 		a = append(a, "--enable-prefix-caching")
@@ -194,6 +200,9 @@ func ParseArgs(args []string, other func(key, value string) bool) (Engine, error
 			continue
 		case "--enable-expert-parallel":
 			m["enable_expert_parallel"] = json.RawMessage("true")
+			continue
+		case "--disable-hybrid-kv-cache-manager":
+			m["disable_hybrid_kv_cache_manager"] = json.RawMessage("true")
 			continue
 		}
 		k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")

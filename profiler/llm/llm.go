@@ -199,7 +199,7 @@ func EstimateWith(m Model, gpu string, tp int, v Variant) (*formats.LLMProfile, 
 		}
 	}
 	budget := KVBudgetWith(m, g, tp, fp8, KVSettings{BatchedTokens: engine.MaxNumBatchedTokens, MaxSeqs: engine.MaxNumSeqs,
-		Utilization: engine.GPUMemoryUtilization, BlockTokens: engine.BlockSize, NoHybrid: engine.KVOffloadBytes > 0, Version: version})
+		Utilization: engine.GPUMemoryUtilization, BlockTokens: engine.BlockSize, NoHybrid: engine.HybridKVOff(), Version: version})
 	kvCap := budget.Tokens
 	if kvCap < minKVTokens {
 		return nil, fmt.Errorf("LLM %s does not fit %d × %s under these engine settings: room for %d KV tokens, want at least %d", m.Name, tp, g.Name, max(kvCap, 0), minKVTokens)

@@ -289,3 +289,35 @@ func TestChunkedAttentionCosts(t *testing.T) {
 		t.Errorf("0.15: %d pool blocks, %d tokens; 0.12: %d blocks", k.Blocks, k.Tokens, off.Blocks)
 	}
 }
+
+// TestNoHybridKVFlag: vLLM's --disable-hybrid-kv-cache-manager (the engine block's
+// disable_hybrid_kv_cache_manager) and a KV connector (kv_offload_bytes) each leave a
+// hybrid-attention model one KV group: no kv_groups, every layer's KV in a token's blocks.
+func TestNoHybridKVFlag(t *testing.T) {
+	for _, name := range []string{"gpt-oss-20b", "llama-4-scout"} {
+		m := mustLookup(t, name)
+		tp := 1
+		if name == "llama-4-scout" {
+			tp = 4
+		}
+		on, err := EstimateWith(m, "H100", tp, Variant{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if on.KVGroups == nil {
+			t.Fatalf("%s: no kv_groups under vLLM's defaults", name)
+		}
+		for _, e := range []formats.LLMEngine{{DisableHybridKVCacheManager: true}, {KVOffloadBytes: 1 << 30}} {
+			off, err := EstimateWith(m, "H100", tp, Variant{Engine: &e})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if off.KVGroups != nil || !off.Engine.HybridKVOff() {
+				t.Errorf("%s, engine %+v: kv_groups %+v, want none", name, e, off.KVGroups)
+			}
+			if d := off.KVCapacityTokens - on.KVCapacityTokens; d < -16*int64(on.KVGroups.Groups()) || d > 16*int64(on.KVGroups.Groups()) {
+				t.Errorf("%s, engine %+v: %d tokens, the pool's %d: want the same bytes over one group", name, e, off.KVCapacityTokens, on.KVCapacityTokens)
+			}
+		}
+	}
+}

@@ -304,7 +304,7 @@ func explainLLM(p formats.LLMProfile, link roofline.Link, configs []llm.Model) (
 	noHybrid := false
 	if e := p.Engine; e != nil {
 		seqs, batched, util, block = e.MaxNumSeqs, e.MaxNumBatchedTokens, e.GPUMemoryUtilization, e.BlockSize
-		noHybrid = e.KVOffloadBytes > 0
+		noHybrid = e.HybridKVOff()
 	}
 	d = d.WithKVCache(fp8).WithEngine(p.Engine.Version(), seqs)
 	ep := p.Engine != nil && p.Engine.EnableExpertParallel

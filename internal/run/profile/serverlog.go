@@ -90,6 +90,11 @@ var logSettings = []logSetting{
 		a.Quantization = v
 		return nil
 	}},
+	{"disable_hybrid_kv_cache_manager", "disable-hybrid-kv-cache-manager", true, func(_ *Args, e *formats.LLMEngine, v string) error {
+		b, err := logBool(v)
+		e.DisableHybridKVCacheManager = b
+		return err
+	}},
 	{"enable_expert_parallel", "expert-parallel", false, func(a *Args, _ *formats.LLMEngine, v string) error {
 		b, err := logBool(v)
 		a.ExpertParallel = a.ExpertParallel || b

@@ -98,3 +98,40 @@ func writeFile(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// TestServerLogHybridKVOff: a server started with --disable-hybrid-kv-cache-manager (the
+// log's non-default args) profiles its sliding-window model as vLLM ran it: the engine block
+// says so and the KV cache is one group, where the same model under vLLM's default is two.
+func TestServerLogHybridKVOff(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "gptoss.log")
+	writeFile(t, log, "INFO vLLM API server version 0.15.1\n"+
+		"INFO non-default args: {'model': 'openai/gpt-oss-20b', 'max_num_seqs': 128, 'disable_hybrid_kv_cache_manager': True}\n")
+	for _, c := range []struct {
+		name string
+		log  bool
+		off  bool
+	}{{"default", false, false}, {"log", true, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			a := Args{LLM: "gpt-oss-20b", GPUs: []string{"H100"}, Out: filepath.Join(dir, c.name+".json"), Partition: "min-traffic", Blocks: 10, Link: "auto"}
+			if c.log {
+				a.VLLMLog = log
+			}
+			io, _, errb := calibrateIO()
+			if err := Run(context.Background(), a, io); err != nil {
+				t.Fatal(err)
+			}
+			doc, err := formats.ReadProfileFor(a.Out, formats.UsePlan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := doc.LLMs[0]
+			if off := p.Engine != nil && p.Engine.DisableHybridKVCacheManager; off != c.off || (p.KVGroups == nil) != c.off {
+				t.Errorf("engine %+v, kv_groups %+v: want the hybrid manager off %v\n%s", p.Engine, p.KVGroups, c.off, errb.String())
+			}
+			if c.log && !strings.Contains(errb.String(), "disable_hybrid_kv_cache_manager True") {
+				t.Errorf("stderr does not say what it took from the log:\n%s", errb.String())
+			}
+		})
+	}
+}

@@ -18,11 +18,12 @@ type engineFlags struct {
 	blockSize     int
 	prefixCaching bool
 	noPrefixCache bool
+	noHybridKV    bool
 }
 
 // engineFlagNames are the flags engineFlags registers, in help order.
 var engineFlagNames = []string{"vllm-version", "max-num-seqs", "max-num-batched-tokens", "max-model-len",
-	"gpu-memory-utilization", "block-size", "enable-prefix-caching", "no-enable-prefix-caching"}
+	"gpu-memory-utilization", "block-size", "enable-prefix-caching", "no-enable-prefix-caching", "disable-hybrid-kv-cache-manager"}
 
 func addEngineProfileFlags(f *pflag.FlagSet, e *engineFlags) {
 	f.StringVar(&e.version, "vllm-version", "", "with --llm/--llm-config/--calibrate --llm/--import: the vLLM release the step model represents (0.6 to "+formats.DefaultVLLMVersion+"; default "+formats.DefaultVLLMVersion+": V1 with async scheduling); others are refused by name")
@@ -33,6 +34,7 @@ func addEngineProfileFlags(f *pflag.FlagSet, e *engineFlags) {
 	f.IntVar(&e.blockSize, "block-size", 0, "vLLM's --block-size, KV tokens per block (default 16)")
 	f.BoolVar(&e.prefixCaching, "enable-prefix-caching", false, "vLLM's --enable-prefix-caching (V1's default)")
 	f.BoolVar(&e.noPrefixCache, "no-enable-prefix-caching", false, "vLLM's --no-enable-prefix-caching")
+	f.BoolVar(&e.noHybridKV, "disable-hybrid-kv-cache-manager", false, "vLLM's --disable-hybrid-kv-cache-manager: a sliding-window or chunked-local model keeps every token in every layer (one KV group)")
 }
 
 // engine is the settings given, and the names of the flags that gave them.
@@ -54,5 +56,6 @@ func (e *engineFlags) engine(changed func(string) bool) (*formats.LLMEngine, []s
 	if changed("no-enable-prefix-caching") && e.noPrefixCache {
 		out.EnablePrefixCaching = new(false)
 	}
+	out.DisableHybridKVCacheManager = changed("disable-hybrid-kv-cache-manager") && e.noHybridKV
 	return out, set
 }
