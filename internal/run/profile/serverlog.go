@@ -90,6 +90,27 @@ var logSettings = []logSetting{
 		a.Quantization = v
 		return nil
 	}},
+	{"enable_chunked_prefill", "enable-chunked-prefill", true, func(_ *Args, e *formats.LLMEngine, v string) error {
+		b, err := logBool(v)
+		e.EnableChunkedPrefill = &b
+		return err
+	}},
+	{"max_num_partial_prefills", "max-num-partial-prefills", true, logInt(maxFlagSeqs, func(e *formats.LLMEngine, n int) { e.MaxNumPartialPrefills = n })},
+	{"scheduling_policy", "scheduling-policy", true, func(_ *Args, e *formats.LLMEngine, v string) error {
+		if !slices.Contains(formats.SchedulingPolicies, v) {
+			return fmt.Errorf("must be one of %s", strings.Join(formats.SchedulingPolicies, ", "))
+		}
+		e.SchedulingPolicy = v
+		return nil
+	}},
+	{"swap_space", "swap-space", true, func(_ *Args, e *formats.LLMEngine, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f >= 0 && f <= 1<<20) {
+			return fmt.Errorf("must be a number of GiB in [0, %d]", 1<<20)
+		}
+		e.SwapSpace = f
+		return nil
+	}},
 	{"disable_hybrid_kv_cache_manager", "disable-hybrid-kv-cache-manager", true, func(_ *Args, e *formats.LLMEngine, v string) error {
 		b, err := logBool(v)
 		e.DisableHybridKVCacheManager = b
@@ -203,12 +224,49 @@ func applyServerLog(a Args, io *run.IO) (Args, error) {
 	if l.KVLines > 1 {
 		fmt.Fprintf(io.Err, "profile: --vllm-log %s: %d KV capacity lines (one per engine core: data parallel?): the first is one engine's\n", a.VLLMLog, l.KVLines)
 	}
+	if u := unmodelledArgs(l.Args); len(u) > 0 {
+		fmt.Fprintf(io.Err, "warning: --vllm-log %s: the server ran with %s, which plan does not model: its predictions of this server are for one without them\n", a.VLLMLog, strings.Join(u, ", "))
+	}
 	if m := l.Args["model"]; m != "" && a.LLM != "" && !strings.Contains(strings.ToLower(m), strings.ToLower(a.LLM)) {
 		if lm, err := llm.Lookup(a.LLM); err != nil || !strings.EqualFold(lm.HF, m) {
 			fmt.Fprintf(io.Err, "warning: --vllm-log %s: the server ran %s, not --llm %s: using its settings anyway\n", a.VLLMLog, m, a.LLM)
 		}
 	}
 	return a, nil
+}
+
+// unmodelledArgs are the log's non-default args that change a server's step times or KV
+// and that the step model and the engine do not represent, as "key value": eager execution
+// (no CUDA graphs or compiled kernels: every kernel launched from the host), pipeline and
+// data parallelism, weights offloaded to CPU memory, and a KV connector the engine block
+// cannot state (kv_offload_bytes is the OffloadingConnector's).
+func unmodelledArgs(args map[string]string) []string {
+	var out []string
+	for _, k := range []string{"enforce_eager", "pipeline_parallel_size", "data_parallel_size", "cpu_offload_gb", "kv_transfer_config"} {
+		v, ok := args[k]
+		if !ok || v == "None" {
+			continue
+		}
+		switch k {
+		case "enforce_eager":
+			if v != "True" {
+				continue
+			}
+		case "pipeline_parallel_size", "data_parallel_size":
+			if v == "1" {
+				continue
+			}
+		case "cpu_offload_gb":
+			if f, err := strconv.ParseFloat(v, 64); err == nil && f == 0 {
+				continue
+			}
+		case "kv_transfer_config":
+			out = append(out, k+" (a KV connector: state vLLM's OffloadingConnector as the engine block's kv_offload_bytes)")
+			continue
+		}
+		out = append(out, k+" "+v)
+	}
+	return out
 }
 
 func logKeys() string {

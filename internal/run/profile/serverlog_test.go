@@ -135,3 +135,39 @@ func TestServerLogHybridKVOff(t *testing.T) {
 		})
 	}
 }
+
+// TestServerLogEngineArgs: the log's scheduling, chunked-prefill and swap settings fill the
+// engine block, and the arguments plan does not model (eager execution, pipeline
+// parallelism, a KV connector) are named in a warning rather than dropped in silence.
+func TestServerLogEngineArgs(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "server.log")
+	writeFile(t, log, "INFO vLLM API server version 0.15.1\n"+
+		"INFO non-default args: {'model': 'meta-llama/Llama-3.1-8B-Instruct', 'max_num_batched_tokens': 8192, 'max_model_len': 8192, "+
+		"'enable_chunked_prefill': False, 'max_num_partial_prefills': 2, 'scheduling_policy': 'priority', 'swap_space': 4.0, "+
+		"'enforce_eager': True, 'pipeline_parallel_size': 2, 'data_parallel_size': 1, 'cpu_offload_gb': 0, "+
+		"'kv_transfer_config': {'kv_connector': 'LMCacheConnectorV1', 'kv_role': 'kv_both'}}\n")
+	a := Args{LLM: "llama-3.1-8b", GPUs: []string{"H100"}, Out: filepath.Join(dir, "p.json"), Partition: "min-traffic", Blocks: 10, Link: "auto", VLLMLog: log}
+	io, _, errb := calibrateIO()
+	if err := Run(context.Background(), a, io); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := formats.ReadProfileFor(a.Out, formats.UsePlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := doc.LLMs[0].Engine
+	if e == nil || e.Chunked() || e.MaxNumPartialPrefills != 2 || e.SchedulingPolicy != "priority" || e.SwapSpace != 4 {
+		t.Errorf("engine %+v: want chunked prefill off, 2 partial prefills, priority, 4 GiB swap", e)
+	}
+	for _, w := range []string{"enforce_eager True", "pipeline_parallel_size 2", "kv_transfer_config (a KV connector"} {
+		if !strings.Contains(errb.String(), w) {
+			t.Errorf("stderr does not warn of %q:\n%s", w, errb.String())
+		}
+	}
+	for _, w := range []string{"data_parallel_size", "cpu_offload_gb"} {
+		if strings.Contains(errb.String(), w) {
+			t.Errorf("stderr warns of %s at its default:\n%s", w, errb.String())
+		}
+	}
+}

@@ -128,11 +128,13 @@ the overhead is held at 0), held-out-worse, kv-mismatch (preemptions in the repl
 unfinished — and --strict makes any warning exit 2 with nothing written.
 --vllm-log FILE reads a vLLM server's start-up log — its version, its non-default args
 (tensor_parallel_size, max_num_seqs, max_num_batched_tokens, max_model_len, block_size,
-gpu_memory_utilization, enable_prefix_caching, disable_hybrid_kv_cache_manager,
-kv_cache_dtype, quantization, enable_expert_parallel) and its KV size (V1's "GPU KV cache size: N tokens", V0's "# GPU
+gpu_memory_utilization, enable_prefix_caching, enable_chunked_prefill, max_num_partial_prefills,
+scheduling_policy, swap_space, disable_hybrid_kv_cache_manager, kv_cache_dtype, quantization,
+enable_expert_parallel) and its KV size (V1's "GPU KV cache size: N tokens", V0's "# GPU
 blocks: N" times the block size) — on every LLM path but --calibrate --profile: explicit
 flags win over the log, the log over the defaults; --kv-capacity-tokens over the log's KV
-size, the log's over the estimate.
+size, the log's over the estimate. Args plan does not model (enforce_eager, pipeline or
+data parallelism, cpu_offload_gb, a kv_transfer_config) are named in a warning.
 The profile is validated and written atomically; a summary table goes to stdout.`
 
 // profileExamples are plan profile's examples (each run by internal/base/readme's example test).
@@ -218,7 +220,7 @@ func newProfileCmd(app *App) *cobra.Command {
 	f.BoolVar(&o.useTRT, "trt", false, "onnx backend on cuda:N: put ONNX Runtime's TensorRT execution provider in front of CUDA")
 	f.StringVar(&o.precision, "precision", "", "roofline arithmetic: fp32, tf32 or fp16 (default: TF32 where the GPU has it, else FP32, as PPipe's TensorRT builds; only the default is calibrated)")
 	f.StringArrayVar(&o.calibrate, "calibrate", nil, "fit one LLM profile (--profile FILE [--model M], or --llm MODEL --gpu GPU [--tp N]) to a measured run: vllm bench serve --save-result --save-detailed JSON (repeatable, or a directory of them: one joint fit, each run's held-out error reported)")
-	f.StringVar(&o.vllmLog, "vllm-log", "", "a vLLM server's start-up log: its version, non-default args (tensor_parallel_size, max_num_seqs, max_num_batched_tokens, max_model_len, block_size, gpu_memory_utilization, enable_prefix_caching, disable_hybrid_kv_cache_manager, kv_cache_dtype, quantization, enable_expert_parallel) and KV capacity (V1's \"GPU KV cache size: N tokens\", V0's \"# GPU blocks: N\") fill what the flags leave unset, on every LLM path but --calibrate --profile")
+	f.StringVar(&o.vllmLog, "vllm-log", "", "a vLLM server's start-up log: its version, non-default args (tensor_parallel_size, max_num_seqs, max_num_batched_tokens, max_model_len, block_size, gpu_memory_utilization, enable_prefix_caching, enable_chunked_prefill, max_num_partial_prefills, scheduling_policy, swap_space, disable_hybrid_kv_cache_manager, kv_cache_dtype, quantization, enable_expert_parallel) and KV capacity (V1's \"GPU KV cache size: N tokens\", V0's \"# GPU blocks: N\") fill what the flags leave unset, on every LLM path but --calibrate --profile")
 	f.BoolVar(&o.strict, "strict", false, "with --calibrate: exit 2, writing nothing, when the fit has any warning (few-requests, near-bound, negative-overhead, overhead-held, held-out-worse, kv-mismatch, unfinished)")
 	f.StringVar(&o.profile, "profile", "", "with --calibrate: the LLM profile file to calibrate")
 	f.StringVar(&o.model, "model", "", "with --calibrate --profile: its LLM entry, MODEL, MODEL@GPU or MODEL@NxGPU (default: its only one)")
