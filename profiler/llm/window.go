@@ -160,6 +160,17 @@ func (m Model) KVGroups(v formats.VLLMVersion) *formats.LLMKVGroups {
 	return g
 }
 
+// KVGroupsUnder is m's KV layout on engine e: none where e runs without the hybrid manager
+// (formats.LLMEngine.HybridKVOff), else KVGroups at e's release. A profile whose engine
+// block changes after its estimate (a step log's version, a server's flags) takes its
+// layout from here, so the layout and the engine agree.
+func (m Model) KVGroupsUnder(e *formats.LLMEngine) *formats.LLMKVGroups {
+	if e.HybridKVOff() {
+		return nil
+	}
+	return m.KVGroups(e.Version())
+}
+
 // readChunked reads Llama-4's chunked local attention: attention_chunk_size, on the layers
 // no_rope_layers marks 1 (the RoPE layers; vLLM's llama4 gives them ChunkedLocalAttention,
 // the NoPE layers full attention), or, without that list, all but every

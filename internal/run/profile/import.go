@@ -101,8 +101,10 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 	}
 	tp, kv = max(tp, log.GPUCount), max(kv, log.KVCapacityTokens)
 	var base formats.LLMProfile
+	var known *llm.Model
 	if llm.Known(model, gpu) {
 		m, _ := llm.Lookup(model)
+		known = &m
 		p, err := llm.EstimateWith(m, gpu, tp, llm.Variant{Engine: r.opt.Engine})
 		if err != nil {
 			return nil, run.UsageErrorf("--import %s: %v", name, err)
@@ -140,6 +142,12 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 		e.Overlay(r.opt.Engine)
 		base.Engine = e
 	}
+	if known != nil {
+		// The estimate's KV layout was for the engine before the log's and the flags'
+		// settings: a log of an older release, or of a server without the hybrid manager,
+		// lays the cache out as one group.
+		base.KVGroups = known.KVGroupsUnder(base.Engine)
+	}
 	p, err := llm.WithSteps(base, log.Steps)
 	if err != nil {
 		return nil, run.UsageErrorf("%s: %v", name, err)
@@ -148,11 +156,16 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 }
 
 // withEngineSettings is engine block e with the settings a step log states (set) laid over
-// it, prefix caching only when the log states it (caching): a copy, e unchanged.
+// it, prefix caching only when the log states it (caching): a copy, e unchanged. The log's
+// vLLM version is the profile's: its steps are that release's, and the exports name its
+// image.
 func withEngineSettings(e, set *formats.LLMEngine, caching bool) *formats.LLMEngine {
 	out := &formats.LLMEngine{}
 	if e != nil {
 		*out = *e
+	}
+	if set.VLLMVersion != "" {
+		out.VLLMVersion = set.VLLMVersion
 	}
 	if set.KVAllocation != "" {
 		out.KVAllocation = set.KVAllocation

@@ -132,9 +132,9 @@ func TestFewRequestsRemedy(t *testing.T) {
 }
 
 // TestProfileImportEngineVersion: a step log that gives the engine's vLLM version makes a
-// profile whose engine block schedules as that version did (a V0 log: KV for the whole
-// prompt at admission, blocks free a step late), says so, and a replay of it names the
-// settings.
+// profile whose engine block states that version and schedules as it did (a V0 log: KV for
+// the whole prompt at admission, blocks free a step late), says so, and a replay of it names
+// the settings.
 func TestProfileImportEngineVersion(t *testing.T) {
 	steps, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "profiler", "llm", "testdata", "steps.csv"))
 	if err != nil {
@@ -166,6 +166,9 @@ func TestProfileImportEngineVersion(t *testing.T) {
 	if e == nil || e.KVAllocation != formats.KVAllocAdmission || e.Release != formats.ReleaseNextStep || e.PrefixCaching() {
 		t.Fatalf("engine %+v, want V0's admission, next_step and no prefix caching", e)
 	}
+	if e.VLLMVersion != "0.6" {
+		t.Errorf("engine vllm_version %q, want the log's 0.6 (the exports name its image)", e.VLLMVersion)
+	}
 	code, stdout, stderr := runCLI(t, "simulate", "--llm", "--profile", out, "--trace", engineFixture("trace.json"))
 	if code != 0 {
 		t.Fatalf("replay: exit %d: %s", code, stderr)
@@ -174,5 +177,44 @@ func TestProfileImportEngineVersion(t *testing.T) {
 		if !strings.Contains(stdout+stderr, w) {
 			t.Errorf("the replay's report does not name %q:\n%s%s", w, stdout, stderr)
 		}
+	}
+}
+
+// TestProfileImportKVLayout: an imported step log's engine decides the profile's KV layout:
+// Llama-4 logged on vLLM 0.15 keeps its chunked groups, on 0.12 (no hybrid manager for
+// chunked local attention) one group, whatever release the estimate began from.
+func TestProfileImportKVLayout(t *testing.T) {
+	steps, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "profiler", "llm", "testdata", "steps.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(steps)), "\n")
+	for _, tc := range []struct {
+		version string
+		groups  bool
+	}{{"0.15.1", true}, {"0.12.0", false}} {
+		t.Run(tc.version, func(t *testing.T) {
+			var b strings.Builder
+			b.WriteString(lines[0] + ",vllm_version\n")
+			for _, l := range lines[1:] {
+				b.WriteString(l + "," + tc.version + "\n")
+			}
+			dir := t.TempDir()
+			log, out := filepath.Join(dir, "steps.csv"), filepath.Join(dir, "p.json")
+			if err := os.WriteFile(log, []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := rootRun(t, "profile", "--import", log, "--llm", "llama-4-scout", "--gpu", "H100", "--gpu-count", "4", "-o", out)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			p, err := formats.ReadInto[*formats.Profile](out, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := p.LLMs[0].KVGroups; (g != nil) != tc.groups || (g != nil && g.Chunked != 3) {
+				t.Errorf("vLLM %s: kv_groups %+v, want chunked groups %v", tc.version, g, tc.groups)
+			}
+		})
 	}
 }
