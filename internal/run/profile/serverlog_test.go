@@ -92,6 +92,21 @@ func TestServerLogRefuses(t *testing.T) {
 	}
 }
 
+// profileOne runs plan profile with a, which profiles one LLM, and returns that profile and
+// what the run wrote to stderr.
+func profileOne(t *testing.T, a Args) (formats.LLMProfile, *strings.Builder) {
+	t.Helper()
+	io, _, errb := calibrateIO()
+	if err := Run(context.Background(), a, io); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := formats.ReadProfileFor(a.Out, formats.UsePlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc.LLMs[0], errb
+}
+
 func writeFile(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
@@ -117,15 +132,7 @@ func TestServerLogHybridKVOff(t *testing.T) {
 			if c.log {
 				a.VLLMLog = log
 			}
-			io, _, errb := calibrateIO()
-			if err := Run(context.Background(), a, io); err != nil {
-				t.Fatal(err)
-			}
-			doc, err := formats.ReadProfileFor(a.Out, formats.UsePlan)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := doc.LLMs[0]
+			p, errb := profileOne(t, a)
 			if off := p.Engine != nil && p.Engine.DisableHybridKVCacheManager; off != c.off || (p.KVGroups == nil) != c.off {
 				t.Errorf("engine %+v, kv_groups %+v: want the hybrid manager off %v\n%s", p.Engine, p.KVGroups, c.off, errb.String())
 			}
@@ -148,15 +155,8 @@ func TestServerLogEngineArgs(t *testing.T) {
 		"'enforce_eager': True, 'pipeline_parallel_size': 2, 'data_parallel_size': 1, 'cpu_offload_gb': 0, "+
 		"'kv_transfer_config': {'kv_connector': 'LMCacheConnectorV1', 'kv_role': 'kv_both'}}\n")
 	a := Args{LLM: "llama-3.1-8b", GPUs: []string{"H100"}, Out: filepath.Join(dir, "p.json"), Partition: "min-traffic", Blocks: 10, Link: "auto", VLLMLog: log}
-	io, _, errb := calibrateIO()
-	if err := Run(context.Background(), a, io); err != nil {
-		t.Fatal(err)
-	}
-	doc, err := formats.ReadProfileFor(a.Out, formats.UsePlan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := doc.LLMs[0].Engine
+	p, errb := profileOne(t, a)
+	e := p.Engine
 	if e == nil || e.Chunked() || e.MaxNumPartialPrefills != 2 || e.SchedulingPolicy != "priority" || e.SwapSpace != 4 {
 		t.Errorf("engine %+v: want chunked prefill off, 2 partial prefills, priority, 4 GiB swap", e)
 	}
