@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 	"github.com/plan-dev/plan/serve"
-	serveap "github.com/plan-dev/plan/serve/autopilot"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -118,16 +116,7 @@ func agree(t *testing.T, trace string, duration time.Duration) {
 	if err := json.Unmarshal([]byte(out), &lrep); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get("http://" + addr + "/v1/autopilot")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st serveap.Status
-	err = json.NewDecoder(resp.Body).Decode(&st)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := autopilotStatus(t, addr)
 	got := switchesOf(st.Decisions, t0)
 	late, late99 := srv.TimerLateness(0.95), srv.TimerLateness(0.99)
 	// serve ticks its loop on the machine's timers: where they fire a quarter of a window late

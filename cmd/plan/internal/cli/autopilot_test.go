@@ -161,20 +161,26 @@ func TestServeAutopilot(t *testing.T) {
 func awaitRecordedSwitch(t *testing.T, addr string, serr *syncBuffer, deadline time.Time) (serveap.Status, string) {
 	t.Helper()
 	for {
-		resp, err := http.Get("http://" + addr + "/v1/autopilot")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st serveap.Status
-		err = json.NewDecoder(resp.Body).Decode(&st)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatalf("GET /v1/autopilot: %v", err)
-		}
+		st := autopilotStatus(t, addr)
 		log := serr.String()
 		if (st.Switches >= 1 && strings.Contains(log, "action=switch") && strings.Contains(log, "plan switched")) || !time.Now().Before(deadline) {
 			return st, log
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// autopilotStatus is the serving autopilot's status, GET /v1/autopilot.
+func autopilotStatus(t *testing.T, addr string) serveap.Status {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/v1/autopilot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st serveap.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatalf("GET /v1/autopilot: %v", err)
+	}
+	return st
 }
