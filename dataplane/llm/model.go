@@ -2,7 +2,6 @@ package llm
 
 import (
 	"math"
-	"slices"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -340,18 +339,18 @@ func (m *Model) TokensWithin(kv int) int {
 	}
 	b := m.Block
 	// Blocks' measure is r·(groups still growing) plus what the bounded groups hold, which
-	// stops growing at each one's span: walk the spans in order.
+	// stops growing at each one's span: walk the spans in order (no allocation: the
+	// admission check calls this per request).
 	type bound struct{ groups, held int }
-	var bounds []bound
-	if g.Sliding > 0 {
-		bounds = append(bounds, bound{g.Sliding, m.kvWindowHeld})
+	bounds := [2]bound{{g.Sliding, m.kvWindowHeld}, {g.Chunked, m.kvChunkHeld}}
+	if bounds[1].held < bounds[0].held {
+		bounds[0], bounds[1] = bounds[1], bounds[0]
 	}
-	if g.Chunked > 0 {
-		bounds = append(bounds, bound{g.Chunked, m.kvChunkHeld})
-	}
-	slices.SortFunc(bounds, func(x, y bound) int { return x.held - y.held })
 	growing, fixed := g.Groups(), 0
 	for _, bd := range bounds {
+		if bd.groups == 0 {
+			continue
+		}
 		if r := (kv - fixed) / growing / b * b; r < bd.held {
 			return r
 		}

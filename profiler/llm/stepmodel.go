@@ -424,6 +424,9 @@ func (d Deployment) Prefill(tokens, ctx int) Breakdown {
 	t := d.prefillAttentionUs(&b, tokens, ctx)
 	b.Attention = float64(m.fullLayers()) * t
 	for _, l := range m.boundedLayers() {
+		if l.layers == 0 {
+			continue
+		}
 		// A sliding (or chunked) layer visits the window's pairs of the chunk's
 		// (window.go), and never costs less than the chunk alone up to a window's length
 		// as a prompt.
@@ -483,6 +486,9 @@ func (d Deployment) layersDecodeAttentionUs(b *Breakdown, batch int, ctx float64
 	m := d.Model
 	us := float64(m.fullLayers()) * d.decodeAttentionUs(b, batch, ctx)
 	for _, l := range m.boundedLayers() {
+		if l.layers == 0 {
+			continue
+		}
 		us += float64(l.layers) * d.decodeAttentionUs(b, batch, min(ctx, float64(l.span)))
 	}
 	return us

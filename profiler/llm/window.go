@@ -84,16 +84,10 @@ func readWindow(m *Model, c hfConfig, bad func(string, any, string) error) error
 func (m Model) fullLayers() int { return m.Layers - m.SlidingLayers - m.ChunkedLayers }
 
 // boundedLayers are the layers whose attention reaches back at most span tokens: the
-// sliding layers over their window, the chunked ones over their chunk (at most).
-func (m Model) boundedLayers() []boundedLayers {
-	var out []boundedLayers
-	if m.SlidingLayers > 0 {
-		out = append(out, boundedLayers{m.SlidingLayers, m.SlidingWindow})
-	}
-	if m.ChunkedLayers > 0 {
-		out = append(out, boundedLayers{m.ChunkedLayers, m.AttentionChunk})
-	}
-	return out
+// sliding layers over their window, the chunked ones over their chunk (at most); an entry
+// of no layers is none (a fixed array: the step model reads it at every cell it times).
+func (m Model) boundedLayers() [2]boundedLayers {
+	return [2]boundedLayers{{m.SlidingLayers, m.SlidingWindow}, {m.ChunkedLayers, m.AttentionChunk}}
 }
 
 // boundedLayers is a count of layers attending to at most span tokens back.
