@@ -316,11 +316,21 @@ func LookupHF(id string) (Model, error) {
 	return Model{}, fmt.Errorf("LLM %q: no catalogue model has this Hugging Face id (known: %s)", id, strings.Join(hfIDs(), ", "))
 }
 
-// hfSuffixes are the name endings that re-publications of one architecture add: variants
-// of the same weights' shapes (chat, instruct, hf) and quantized checkpoints.
-var hfSuffixes = []string{"-fp8-dynamic", "-fp8", "-quantized.w8a8", "-quantized.w8a16", "-quantized.w4a16", "-instruct", "-chat", "-hf"}
+// hfSuffixes are the name endings that quantized re-publications of one architecture add.
+var hfSuffixes = []string{"-fp8-dynamic", "-fp8", "-quantized.w8a8", "-quantized.w8a16", "-quantized.w4a16"}
 
-// hfStem is an id's repository name, lower case, with hfSuffixes removed from its end.
+// hfVariants are the name segments that tell a release's variants of the same weights'
+// shapes apart: the base (pretrained) model and its chat or instruction-tuned one, and the
+// "-hf" of a Transformers conversion. They may stand before a version ("Mixtral-8x7B-v0.1"
+// is "Mixtral-8x7B-Instruct-v0.1"'s base, "Mistral-Nemo-Base-2407" "Mistral-Nemo-Instruct-
+// 2407"'s), so they are dropped wherever they stand; a version or size segment is kept, so
+// "Mistral-7B-v0.1" (a sliding window, another RoPE base) is not "Mistral-7B-Instruct-v0.2".
+// A base model's vocabulary may differ from its instruct model's by a few hundred control
+// tokens (Mixtral-8x22B: 32,000 and 32,768), under 0.01% of the weights.
+var hfVariants = []string{"instruct", "chat", "base", "hf", "it", "pt"}
+
+// hfStem is an id's repository name, lower case, with hfSuffixes removed from its end and
+// hfVariants segments removed.
 func hfStem(id string) string {
 	_, name, ok := strings.Cut(strings.ToLower(strings.TrimSpace(id)), "/")
 	if !ok {
@@ -334,7 +344,18 @@ func hfStem(id string) string {
 			}
 		}
 	}
-	return name
+	// Meta renamed its Llama 3 repositories from "Meta-Llama-3.1-8B-Instruct" to
+	// "Llama-3.1-8B-Instruct"; the old name redirects to the new.
+	name = strings.TrimPrefix(name, "meta-")
+	segs := strings.Split(name, "-")
+	kept := segs[:0]
+	for i, s := range segs {
+		if i > 0 && slices.Contains(hfVariants, s) {
+			continue
+		}
+		kept = append(kept, s)
+	}
+	return strings.Join(kept, "-")
 }
 
 func hfIDs() []string {
