@@ -36,6 +36,7 @@ type Command struct {
 	only     []string
 	quick    bool
 	report   string
+	single   string
 }
 
 // reportKind is bench.json's kind.
@@ -76,7 +77,11 @@ count). Client overhead (HTTP, tokenization, streaming) is inside the measured T
 E2E and not in the prediction.
 
 --runs FILE replays other runs with the same columns (the bundled file's README in
-testdata/). --baseline FILE fails (exit 1) when a median absolute error is worse than the
+testdata/). Beside the runs, each deployment of --single-stream FILE (default: the bundled
+12, H100 at TP 1-8 and L40S, measured by the runs' campaign) replays one request alone,
+its prompt then its output tokens, and its predicted decode time per token is printed
+beside the measured one: batches of one, where the weights' reads, the per-layer kernels
+and the per-step overhead are all a step holds. --baseline FILE fails (exit 1) when a median absolute error is worse than the
 recorded one by more than its tolerance.`,
 		Example: `  plan bench vllm-runs
   plan bench vllm-runs -O json > runs.json
@@ -93,6 +98,7 @@ func (o *Command) Flags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.only, "run", nil, "replay only these run ids (comma-separated)")
 	fs.BoolVar(&o.quick, "quick", false, "replay each stage's first 5 minutes only (scored against the whole stage's measurement)")
 	fs.StringVar(&o.report, "report", "", "write the report, JSON, to DIR/bench.json")
+	fs.StringVar(&o.single, "single-stream", "", `a single-stream CSV (decode ms per token of one request at a time); default: the bundled 12 H100 and L40S deployments; "off": none`)
 }
 
 // Report is the bench's output: every run's result and the medians over the runs.
@@ -106,6 +112,10 @@ type Report struct {
 	Baseline *BaselineCheck `json:"baseline,omitempty"`
 	// Quick: each stage was replayed for its first quickStageS seconds only.
 	Quick bool `json:"quick,omitempty"`
+	// SingleStream is each single-stream deployment's decode time per token, predicted
+	// beside measured, and SingleStreamMedian the median absolute error over them.
+	SingleStream       []SingleStreamResult `json:"single_stream,omitempty"`
+	SingleStreamMedian float64              `json:"single_stream_median_abs_error_pct,omitempty"`
 }
 
 // Run implements benchapi.Bench.
@@ -138,6 +148,19 @@ func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 			}
 		}
 	}
+	var single []SingleStream
+	if o.single != "off" {
+		sname, sdata := EmbeddedSingleStream()
+		if o.single != "" {
+			if sdata, err = formats.ReadBytesLimit(o.single, maxRunsBytes); err != nil {
+				return bench.Usage(err)
+			}
+			sname = o.single
+		}
+		if single, err = ReadSingleStream(sname, sdata); err != nil {
+			return bench.Usage(err)
+		}
+	}
 	var base *Baseline
 	if o.baseline != "" {
 		if base, err = ReadBaseline(o.baseline); err != nil {
@@ -149,6 +172,16 @@ func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 		return err
 	}
 	rep := Report{Kind: reportKind, Runs: results, Medians: MediansOf(results), Groups: GroupMediansOf(results), Quick: o.quick}
+	for _, s := range single {
+		r, err := ReplaySingleStream(ctx, s, o.Replay)
+		if err != nil {
+			return err
+		}
+		rep.SingleStream = append(rep.SingleStream, r)
+	}
+	if len(rep.SingleStream) > 0 {
+		rep.SingleStreamMedian = SingleStreamMedian(rep.SingleStream)
+	}
 	if base != nil {
 		c := base.Check(rep.Medians)
 		rep.Baseline = &c
@@ -399,6 +432,15 @@ func printReport(env benchapi.Env, rep Report) {
 		}
 		fmt.Fprintln(env.Out)
 		env.Table([]string{"median |error| by group", "runs", "e2e mean", "ttft mean", "itl mean", "e2e p99"}, gr)
+	}
+	if len(rep.SingleStream) > 0 {
+		var ss [][]string
+		for _, r := range rep.SingleStream {
+			ss = append(ss, []string{r.Config, r.Deployment, fmt.Sprintf("%.2f", r.Predicted), fmt.Sprintf("%.2f", r.MeasuredMs), e(r.ErrorPct)})
+		}
+		fmt.Fprintln(env.Out)
+		env.Table([]string{"single stream", "deployment", "decode ms/token", "real", "err"}, ss)
+		fmt.Fprintf(env.Out, "single stream: median |error| %.1f%% over %d deployments (one request at a time)\n", rep.SingleStreamMedian, len(rep.SingleStream))
 	}
 	if c := rep.Baseline; c != nil {
 		if len(c.Regressions) == 0 {

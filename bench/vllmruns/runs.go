@@ -127,36 +127,13 @@ func (r row) whole(c string, lo, hi int64) (int64, error) {
 // stage=all row per run, rows of a run together). Every error names the file, the row
 // (its line) and the column.
 func ReadRuns(name string, data []byte) ([]Run, error) {
-	if len(data) > maxRunsBytes {
-		return nil, fmt.Errorf("%s: %d bytes: a runs file holds at most %d", name, len(data), maxRunsBytes)
-	}
-	cr := csv.NewReader(bytes.NewReader(data))
-	cr.TrimLeadingSpace = true
-	head, err := cr.Read()
+	rows, err := csvRows(name, data, columns, "a runs file")
 	if err != nil {
-		return nil, fmt.Errorf("%s: row 1: %v", name, err)
+		return nil, err
 	}
-	col := map[string]int{}
-	for i, h := range head {
-		col[strings.ToLower(strings.TrimSpace(h))] = i
-	}
-	for _, c := range columns {
-		if _, ok := col[c]; !ok {
-			return nil, fmt.Errorf("%s: row 1: no column %s (a runs file has %s)", name, c, strings.Join(columns, ", "))
-		}
-	}
-	cr.FieldsPerRecord = len(head)
 	var runs []Run
 	byID := map[string]int{}
-	for line := 2; ; line++ {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", name, err)
-		}
-		r := row{file: name, line: line, col: col, rec: rec}
+	for _, r := range rows {
 		id := r.text("run")
 		if id == "" {
 			return nil, r.errf("run", id, "must not be empty")
@@ -188,34 +165,53 @@ func ReadRuns(name string, data []byte) ([]Run, error) {
 	return runs, nil
 }
 
+// csvRows reads a CSV file of at most maxRunsBytes whose header holds every one of want
+// (what, "a runs file", names the kind in errors), and returns its records after the
+// header, each with its line.
+func csvRows(name string, data []byte, want []string, what string) ([]row, error) {
+	if len(data) > maxRunsBytes {
+		return nil, fmt.Errorf("%s: %d bytes: %s holds at most %d", name, len(data), what, maxRunsBytes)
+	}
+	cr := csv.NewReader(bytes.NewReader(data))
+	cr.TrimLeadingSpace = true
+	head, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: row 1: %v", name, err)
+	}
+	col := map[string]int{}
+	for i, h := range head {
+		col[strings.ToLower(strings.TrimSpace(h))] = i
+	}
+	for _, c := range want {
+		if _, ok := col[c]; !ok {
+			return nil, fmt.Errorf("%s: row 1: no column %s (%s has %s)", name, c, what, strings.Join(want, ", "))
+		}
+	}
+	cr.FieldsPerRecord = len(head)
+	var rows []row
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		rows = append(rows, row{file: name, line: line, col: col, rec: rec})
+	}
+}
+
 // readRun reads the run's deployment, engine and workload columns from its first row.
 func readRun(r row) (Run, error) {
-	run := Run{ID: r.text("run"), HFModel: r.text("model"), GPU: r.text("gpu"), Weights: strings.ToUpper(r.text("weights"))}
-	g, err := gpus.Lookup(run.GPU)
+	run, err := readDeployment(r, "run")
 	if err != nil {
-		return run, r.errf("gpu", run.GPU, err.Error())
+		return run, err
 	}
-	run.GPU = g.Name
-	m, err := llm.LookupHF(run.HFModel)
-	if err != nil {
-		return run, r.errf("model", run.HFModel, err.Error())
-	}
-	switch run.Weights {
-	case "BF16":
-	case "FP8":
-		if m, err = m.Quantize("fp8"); err != nil {
-			return run, r.errf("weights", run.Weights, err.Error())
-		}
-	default:
-		return run, r.errf("weights", run.Weights, "must be BF16 or FP8")
-	}
-	run.model = m
 	ints := []struct {
 		c      string
 		dst    *int
 		lo, hi int64
 	}{
-		{"tp", &run.TP, 1, 64},
 		{"max_num_seqs", &run.MaxNumSeqs, 1, 1 << 16},
 		{"max_num_batched_tokens", &run.MaxNumBatchedTokens, 1, 1 << 20},
 		{"system_prompts", &run.SystemPrompts, 1, 1 << 16},
@@ -239,6 +235,37 @@ func readRun(r row) (Run, error) {
 	if run.GPUMemUtil, err = r.num("gpu_memory_utilization", 0.01, 1); err != nil {
 		return run, err
 	}
+	return run, nil
+}
+
+// readDeployment reads a row's deployment columns — model (a Hugging Face id), gpu,
+// weights (BF16, or FP8 for an FP8 checkpoint) and tp — with the row's id from idColumn.
+func readDeployment(r row, idColumn string) (Run, error) {
+	run := Run{ID: r.text(idColumn), HFModel: r.text("model"), GPU: r.text("gpu"), Weights: strings.ToUpper(r.text("weights"))}
+	g, err := gpus.Lookup(run.GPU)
+	if err != nil {
+		return run, r.errf("gpu", run.GPU, err.Error())
+	}
+	run.GPU = g.Name
+	m, err := llm.LookupHF(run.HFModel)
+	if err != nil {
+		return run, r.errf("model", run.HFModel, err.Error())
+	}
+	switch run.Weights {
+	case "BF16":
+	case "FP8":
+		if m, err = m.Quantize("fp8"); err != nil {
+			return run, r.errf("weights", run.Weights, err.Error())
+		}
+	default:
+		return run, r.errf("weights", run.Weights, "must be BF16 or FP8")
+	}
+	run.model = m
+	tp, err := r.whole("tp", 1, 64)
+	if err != nil {
+		return run, err
+	}
+	run.TP = int(tp)
 	if err := run.model.CheckTP(run.TP); err != nil {
 		return run, r.errf("tp", r.text("tp"), err.Error())
 	}
