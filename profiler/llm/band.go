@@ -36,7 +36,10 @@ type ValidationRun struct {
 // measure it), the tensor-parallel degree, dense or mixture-of-experts, the weight dtype,
 // the engine version, how close to saturation the prediction runs, and a calibration.
 type Regime struct {
-	Model       string
+	Model string
+	// Shapes is the catalogue model whose shapes Model has, where Model is not a catalogue
+	// name but its Hugging Face id resolves to one (a checkpoint, a variant: LookupHF).
+	Shapes      string
 	GPU         string
 	Measured    bool
 	TP          int
@@ -66,7 +69,7 @@ func RegimeOf(p *formats.LLMProfile) Regime {
 	if m, err := Lookup(p.Model); err == nil {
 		r.MoE = m.MoE != nil
 	} else if m, err := LookupHF(p.HFModel); err == nil && p.HFModel != "" {
-		r.MoE = m.MoE != nil
+		r.MoE, r.Shapes = m.MoE != nil, m.Name
 	}
 	r.Version = p.Engine.Version()
 	return r
@@ -191,7 +194,9 @@ func BandsFor(r Regime, runs []ValidationRun) Bands {
 		widen(-lo, lo, fmt.Sprintf("GPU %s is measured by kernel tables but not in the validation set: the tables' leave-one-out error, %.1f%%", r.GPU, lo))
 		b.Warnings = append(b.Warnings, fmt.Sprintf("GPU not validated: no real run on %s in the validation set", r.GPU))
 	}
-	if r.MoE && !slices.ContainsFunc(runs, func(v ValidationRun) bool { return v.MoE && v.ID != "" && sameModel(r.Model, v) }) {
+	if r.MoE && !slices.ContainsFunc(runs, func(v ValidationRun) bool {
+		return v.MoE && v.ID != "" && (sameModel(r.Model, v) || sameModel(r.Shapes, v))
+	}) {
 		if lo := moeLOOPct(r.GPU); lo > 0 {
 			widen(-lo, lo, fmt.Sprintf("mixture-of-experts model outside the validation set: the MoE tables' leave-one-out error, %.1f%%", lo))
 		}

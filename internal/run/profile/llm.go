@@ -73,11 +73,12 @@ func (r *profileRun) parseLLM() error {
 	if a.ExpertParallel && !a.TPSet {
 		return run.UsageErrorf("--expert-parallel: needs --tp (the GPUs the experts are spread over)")
 	}
-	for _, name := range strings.Split(a.LLM, ",") {
+	for _, raw := range strings.Split(a.LLM, ",") {
 		if a.LLM == "" {
 			break
 		}
-		name = strings.ToLower(strings.TrimSpace(name))
+		raw = strings.TrimSpace(raw)
+		name := strings.ToLower(raw)
 		switch {
 		case name == "":
 			return run.UsageErrorf("--llm: %q: empty model name (separate names with commas)", a.LLM)
@@ -90,8 +91,23 @@ func (r *profileRun) parseLLM() error {
 			continue
 		}
 		m, err := llm.Lookup(name)
+		if err != nil && strings.Contains(raw, "/") {
+			hm, herr := llm.LookupHF(raw)
+			if herr != nil {
+				return run.UsageErrorf("--llm: %v (or a catalogue name, \"all\", or a profile file to import)", herr)
+			}
+			if cat, _ := llm.Lookup(hm.Name); !strings.EqualFold(raw, cat.HF) {
+				hm, note := hfIDModel(raw, hm, cat)
+				r.configNotes = append(r.configNotes, note)
+				if !slices.ContainsFunc(r.llmModels, func(x llm.Model) bool { return x.Name == hm.Name }) {
+					r.llmModels = append(r.llmModels, hm)
+				}
+				continue
+			}
+			m, err = hm, nil
+		}
 		if err != nil {
-			return run.UsageErrorf("--llm: %v (or \"all\", or a profile file to import)", err)
+			return run.UsageErrorf("--llm: %v (or a Hugging Face id, \"all\", or a profile file to import)", err)
 		}
 		if !slices.Contains(r.llmNames, m.Name) {
 			r.llmNames = append(r.llmNames, m.Name)
@@ -116,6 +132,30 @@ func (r *profileRun) parseLLM() error {
 		return run.UsageErrorf("--link: %q: must be auto, nvlink or pcie", a.Link)
 	}
 	return nil
+}
+
+// hfIDModel is how --llm profiles a Hugging Face id that is not a catalogue model's own but
+// has one's shapes (llm.LookupHF: a base, chat or instruct variant, another organisation's
+// copy, a quantized re-publication): as the model the id names, so the exports serve that
+// checkpoint. It is named by the id's repository name, lower case (the organisation's too
+// where that is a catalogue name: a catalogue name resolves to the catalogue's id), with
+// hf_model the id; a re-publication the catalogue lists keeps its quantization. The note
+// says which catalogue model's shapes it has.
+func hfIDModel(id string, m, cat llm.Model) (llm.Model, string) {
+	org, repo, _ := strings.Cut(strings.ToLower(id), "/")
+	name := repo
+	if _, err := llm.Lookup(name); err == nil {
+		name = org + "-" + repo
+	}
+	if !strings.EqualFold(m.HF, id) {
+		m.HF = id
+	}
+	m.Name = name
+	quant := ""
+	if m.Weights != cat.Weights || m.AttentionBF16 != cat.AttentionBF16 {
+		quant = fmt.Sprintf(", with the quantization its checkpoint carries (%s weights; profiler/llm/catalogue/index.json)", m.Weights)
+	}
+	return m, fmt.Sprintf("--llm %s: the shapes of the catalogue's %s (profiler/llm/catalogue/%s.json)%s; profiled as model %q, hf_model %s: name %q in workloads and plans", id, cat.Name, cat.Name, quant, name, m.HF, name)
 }
 
 // configModel is how --llm-config profiles model m read from path p: as the user's model

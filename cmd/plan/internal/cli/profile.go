@@ -73,7 +73,10 @@ With no model, profiles the embedded demo CNN analytically for the demo cluster'
 --llm adds LLM profiles (QLM): model names separated by commas, "all", or a profile file to
 import; the catalogue is 28 embedded Hugging Face configs (profiler/llm/catalogue: Llama,
 Qwen, Mistral, Gemma, Phi dense models; Mixtral, Qwen3-MoE, Llama-4, gpt-oss, DeepSeek-V3
-mixture-of-experts). --llm-config adds models a user brings as config.json files
+mixture-of-experts). A name may be the Hugging Face id the server runs: a catalogue model's
+own, or one of a catalogue model's shapes under another name (its base or chat variant,
+another organisation's copy, a quantized re-publication the catalogue lists), profiled as
+that checkpoint, named by its repository, with hf_model the id. --llm-config adds models a user brings as config.json files
 (repeatable; a directory of them): dense decoders (llama, mistral, qwen2/3, phi3, gemma3,
 ...) and mixture-of-experts ones (mixtral, qwen2_moe/qwen3_moe, llama4, gpt_oss,
 deepseek_v3 with its latent attention, ...), FP8, MXFP4 and NVFP4 checkpoints
@@ -203,7 +206,7 @@ func newProfileCmd(app *App) *cobra.Command {
 	f.StringVar(&o.inputShape, "input-shape", "", "per-sample input shape for ONNX models with dynamic dimensions, e.g. 3,224,224")
 	f.StringVar(&o.trtProfile, "trt-profile", "", "trtexec --exportProfile JSON (backend trt)")
 	f.StringVar(&o.trtLayers, "trt-layers", "", "trtexec --exportLayerInfo JSON (backend trt; detailed verbosity gives cut sizes)")
-	listVar(f, &o.llm, "llm", "", "LLM profiles: comma-separated names of "+strings.Join(llm.Names(), ", ")+"; all; or a profile file to import")
+	listVar(f, &o.llm, "llm", "", "LLM profiles: comma-separated names of "+strings.Join(llm.Names(), ", ")+", or Hugging Face ids of their shapes; all; or a profile file to import")
 	listVar(f, &o.tp, "tp", "", "with --llm: tensor-parallel degrees to profile, e.g. 1,2,4,8 or 1-8 (default: the smallest that fits)")
 	f.StringArrayVar(&o.llmConfigs, "llm-config", nil, "an LLM from its Hugging Face config.json (repeatable; or a directory of them): a dense or mixture-of-experts decoder (llama, mistral, qwen2/3, gemma3, mixtral, qwen3_moe, llama4, gpt_oss, ...), named by its directory, profiled as --llm's models are")
 	f.StringVar(&o.quantization, "quantization", "", "with --llm/--llm-config: the weights' dtype: auto (the checkpoint's), bf16, fp8 (vLLM's online FP8 of a BF16 checkpoint), mxfp4, nvfp4 (Blackwell only); the exports pass fp8 to vLLM")

@@ -134,3 +134,45 @@ func TestProfileLLMConfigCatalogueName(t *testing.T) {
 		})
 	}
 }
+
+// TestProfileLLMHFID: --llm takes the Hugging Face id a server was started with. A catalogue
+// model's own id is that model; an id of a catalogue model's shapes under another name (the
+// base model of an instruct one, a quantized re-publication the catalogue lists) profiles as
+// the model the id names — named by its repository, hf_model the id, the checkpoint's own
+// quantization kept — with a note saying whose shapes it has; an id of no catalogue shapes
+// is refused naming it, writing nothing.
+func TestProfileLLMHFID(t *testing.T) {
+	repoRoot(t)
+	out := filepath.Join(t.TempDir(), "p.json")
+	code, _, stderr := rootRun(t, "profile", "--llm", "meta-llama/Llama-3.1-8B-Instruct,mistralai/Mixtral-8x7B-v0.1,RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic", "--gpu", "H100", "--tp", "2", "-o", out)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	type got struct{ hf, weights string }
+	want := map[string]got{
+		"llama-3.1-8b":      {"", ""},
+		"mixtral-8x7b-v0.1": {"mistralai/Mixtral-8x7B-v0.1", ""},
+		"llama-4-scout-17b-16e-instruct-fp8-dynamic": {"RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic", "fp8"},
+	}
+	seen := map[string]got{}
+	for _, l := range readProfile(t, out).LLMs {
+		seen[l.Model] = got{l.HFModel, l.WeightDType}
+	}
+	if !maps.Equal(seen, want) {
+		t.Errorf("profiles %v, want %v", seen, want)
+	}
+	for _, w := range []string{`--llm mistralai/Mixtral-8x7B-v0.1: the shapes of the catalogue's mixtral-8x7b`, `profiled as model "llama-4-scout-17b-16e-instruct-fp8-dynamic"`} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+	// The checkpoint is the one the validation set ran: its band is not widened as an
+	// unvalidated mixture-of-experts model.
+	if strings.Contains(stderr, "llama-4-scout-17b-16e-instruct-fp8-dynamic is a mixture-of-experts model the validation set does not hold") {
+		t.Errorf("the validated checkpoint is called unvalidated:\n%s", stderr)
+	}
+	runBadInput(t, []badInputCase{
+		{name: "unknown id", args: []string{"profile", "--llm", "acme/Foo-7B", "--gpu", "H100", "-o", "$TMP/p.json"},
+			code: ExitUsage, out: "p.json", want: []string{`--llm: LLM "acme/Foo-7B": no catalogue model has this Hugging Face id`}},
+	})
+}
