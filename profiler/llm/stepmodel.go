@@ -594,9 +594,10 @@ func (d Deployment) TermsNote() []string {
 }
 
 // piecewiseResidual is what the validation set shows of a piecewise-captured model's decode
-// against the step model (bench vllm-runs, Llama-4-Scout FP8 on 2×H100, ITL by stage): a
-// residual one model cannot separate from a per-model constant, so it is reported, not fitted.
-const piecewiseResidual = "23% slower than predicted at ~11 sequences (run 17, 2.5 req/s), within 7% at 27–66 sequences, and 17% slower at 41 sequences of ~1,800-token contexts (run 48)"
+// against the step model (bench vllm-runs, Llama-4-Scout FP8 on 2×H100: ITL by stage, and its
+// single-stream decode): a residual one model cannot separate from a per-model constant, so
+// it is reported, not fitted.
+const piecewiseResidual = "19% slower than predicted at one sequence (bench vllm-runs' single-stream table), 23% slower at ~11 sequences (run 17, 2.5 req/s), within 7% at 27–66 sequences, and 17% slower at 41 sequences of ~1,800-token contexts (run 48)"
 
 // SetAsideLabel marks a profile's step times that read around a measured table set aside as
 // suspect (profiler/kerneltab's floor check), so a planner ranking candidates can say so.
