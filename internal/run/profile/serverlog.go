@@ -127,14 +127,16 @@ var logSettings = []logSetting{
 // leave unset: its version, the arguments of logSettings, and its KV capacity. Precedence
 // is the flags, then the log, then the defaults; for the KV capacity an explicit
 // --kv-capacity-tokens, then the log's, then the estimate. It is refused where the engine's
-// settings are not the flags' to give (--calibrate --profile FILE states its own) and where
-// nothing LLM is profiled. A note on stderr says what was taken and what a flag overrode.
+// settings are not the flags' to give (--calibrate --profile FILE states its own) and beside
+// a --zoo of no LLM. With no model named (--llm, --llm-config, --import), the model is the
+// one the server ran: the log's model argument, a Hugging Face id (--llm takes those). A note on stderr says what was taken and what a flag overrode.
 func applyServerLog(a Args, io *run.IO) (Args, error) {
 	if len(a.Calibrate) > 0 && a.Profile != "" {
 		return a, run.UsageErrorf("--vllm-log: not with --calibrate --profile %s, whose engine block states the server's settings: calibrate the estimate (--llm MODEL --gpu GPU) with the log", a.Profile)
 	}
-	if a.LLM == "" && a.Import == "" && len(a.LLMConfigs) == 0 && !llmZoo(a.Zoo) {
-		return a, run.UsageErrorf("--vllm-log: a vLLM server's log: only with an LLM (--llm, --llm-config, --import or --calibrate --llm)")
+	noModel := a.LLM == "" && a.Import == "" && len(a.LLMConfigs) == 0 && !llmZoo(a.Zoo)
+	if noModel && a.Zoo != "" {
+		return a, run.UsageErrorf("--vllm-log: a vLLM server's log: only with an LLM (--llm, --llm-config, --import or --calibrate --llm), not --zoo %s", a.Zoo)
 	}
 	data, err := formats.ReadText(a.VLLMLog, llm.MaxServerLogBytes)
 	if err != nil {
@@ -143,6 +145,22 @@ func applyServerLog(a Args, io *run.IO) (Args, error) {
 	l, err := llm.ParseServerLog(a.VLLMLog, data)
 	if err != nil {
 		return a, run.UsageErrorf("--vllm-log: %v", err)
+	}
+	var took, kept []string
+	if noModel {
+		// No model named: the one the server ran (its model argument, a Hugging Face id).
+		id := l.Args["model"]
+		if id == "" {
+			id = l.Args["model_tag"]
+		}
+		if id == "" {
+			return a, run.UsageErrorf("--vllm-log %s: the log names no model (no model in its non-default args): give --llm, --llm-config or --import", a.VLLMLog)
+		}
+		if _, err := llm.LookupHF(id); err != nil {
+			return a, run.UsageErrorf("--vllm-log %s: model: %q: %v: give its config.json with --llm-config", a.VLLMLog, id, err)
+		}
+		a.LLM = id
+		took = append(took, "the model "+id)
 	}
 	e := &formats.LLMEngine{}
 	if a.Engine != nil {
@@ -164,7 +182,6 @@ func applyServerLog(a Args, io *run.IO) (Args, error) {
 		}
 		return given(a, flag)
 	}
-	var took, kept []string
 	engineSet := false
 	a.EngineFlags = slices.Clone(a.EngineFlags)
 	if l.Version != "" {

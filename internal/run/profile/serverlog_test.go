@@ -171,3 +171,39 @@ func TestServerLogEngineArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestServerLogModel: with no model named, --vllm-log profiles the model the server ran (its
+// model argument, a Hugging Face id, as --llm takes it) with the log's settings; a log that
+// names no model, or one plan has no shapes for, is an exit-2 error naming the log.
+func TestServerLogModel(t *testing.T) {
+	dir := t.TempDir()
+	a := Args{GPUs: []string{"H100"}, Out: filepath.Join(dir, "p.json"), Partition: "min-traffic", Blocks: 10, Link: "auto",
+		VLLMLog: filepath.Join(serverLogs, "v1-0.11.log")}
+	p, errb := profileOne(t, a)
+	if p.Model != "llama-3.1-8b" || p.GPUCount != 2 || p.Engine == nil || p.Engine.MaxNumSeqs != 128 {
+		t.Errorf("profiled %s on %d GPUs, engine %+v: want the log's llama-3.1-8b at its TP 2 and 128 sequences", p.Model, p.GPUCount, p.Engine)
+	}
+	if !strings.Contains(errb.String(), "the model meta-llama/Llama-3.1-8B-Instruct") {
+		t.Errorf("stderr does not say the model came from the log:\n%s", errb.String())
+	}
+	none := filepath.Join(dir, "none.log")
+	writeFile(t, none, "INFO vLLM API server version 0.15.1\nINFO non-default args: {'max_num_seqs': 64}\n")
+	other := filepath.Join(dir, "other.log")
+	writeFile(t, other, "INFO vLLM API server version 0.15.1\nINFO non-default args: {'model': 'acme/Foo-7B'}\n")
+	for _, c := range []struct{ log, want string }{
+		{none, "none.log: the log names no model"},
+		{other, `other.log: model: "acme/Foo-7B"`},
+	} {
+		b := a
+		b.VLLMLog, b.Out = c.log, filepath.Join(dir, "x.json")
+		io, _, _ := calibrateIO()
+		err := Run(context.Background(), b, io)
+		var ee *run.ExitError
+		if !errors.As(err, &ee) || ee.Code != run.ExitUsage || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want exit 2 saying %q", err, c.want)
+		}
+		if _, err := os.Stat(b.Out); err == nil {
+			t.Errorf("%s: wrote %s", c.log, b.Out)
+		}
+	}
+}

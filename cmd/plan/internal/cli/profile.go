@@ -137,7 +137,9 @@ enable_expert_parallel) and its KV size (V1's "GPU KV cache size: N tokens", V0'
 blocks: N" times the block size) — on every LLM path but --calibrate --profile: explicit
 flags win over the log, the log over the defaults; --kv-capacity-tokens over the log's KV
 size, the log's over the estimate. Args plan does not model (enforce_eager, pipeline or
-data parallelism, cpu_offload_gb, a kv_transfer_config) are named in a warning.
+data parallelism, cpu_offload_gb, a kv_transfer_config) are named in a warning. With no
+model named (--llm, --llm-config, --import) it profiles the model the server ran: its model
+argument, a Hugging Face id as --llm takes it.
 The profile is validated and written atomically; a summary table goes to stdout.`
 
 // profileExamples are plan profile's examples (each run by internal/base/readme's example test).
@@ -158,6 +160,7 @@ const profileExamples = `  plan profile                                   # the 
   plan profile --import llama3-8b-h100-tp2-steps.csv -o engine.json   # model, gpu, gpu_count, kv_capacity_tokens columns
   plan profile --calibrate profiler/llm/calibrate/testdata/vllm-detailed.json --llm llama-3.1-8b --gpu H100 --tp 1 -o calibrated.json
   plan profile --llm llama-3.1-8b --gpu H100 --vllm-log profiler/llm/testdata/serverlogs/v1-0.11.log -o llm-served.json
+  plan profile --gpu H100 --vllm-log profiler/llm/testdata/serverlogs/v1-0.11.log -o llm-served.json   # the model the server ran
   plan profile --calibrate profiler/llm/calibrate/testdata/vllm-detailed.json --calibrate profiler/llm/calibrate/testdata/plan-load.json --llm llama-3.1-8b --gpu H100 --vllm-log profiler/llm/testdata/serverlogs/v1-0.11.log -o calibrated.json
   plan profile --llm llama-3.1-8b --gpu H100,A100 -o llm.json && plan profile --calibrate profiler/llm/calibrate/testdata/vllm-detailed.json --profile llm.json --model llama-3.1-8b@H100 -o calibrated.json`
 
