@@ -184,6 +184,10 @@ func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 	}
 	if base != nil {
 		c := base.Check(rep.Medians)
+		if len(rep.SingleStream) > 0 && o.single == "" {
+			// The baseline's single-stream figure is the bundled file's.
+			c.Regressions = append(c.Regressions, base.CheckSingleStream(rep.SingleStreamMedian)...)
+		}
 		rep.Baseline = &c
 	}
 	if o.report != "" {
@@ -345,6 +349,9 @@ type Baseline struct {
 	// Abs are the recorded medians of absolute error, in percent.
 	Abs          Measured `json:"abs_error_pct"`
 	TolerancePts float64  `json:"tolerance_pct_points"`
+	// SingleStream is the recorded median absolute error of the single-stream decode
+	// times, in percent (0: none recorded).
+	SingleStream float64 `json:"single_stream_abs_error_pct,omitempty"`
 	// Note says when and on what the baseline was recorded.
 	Note string `json:"note,omitempty"`
 }
@@ -369,6 +376,15 @@ func ReadBaseline(path string) (*Baseline, error) {
 		return nil, fmt.Errorf("%s: tolerance_pct_points: %g: must be a finite number >= 0", path, b.TolerancePts)
 	}
 	return &b, nil
+}
+
+// CheckSingleStream is the regression, if any, of the single-stream median against the
+// baseline's (none where the baseline records none).
+func (b Baseline) CheckSingleStream(median float64) []string {
+	if b.SingleStream <= 0 || median <= b.SingleStream+b.TolerancePts {
+		return nil
+	}
+	return []string{fmt.Sprintf("median |error| of the single-stream decode %.2f%% > baseline %.2f%% + %.2f points", median, b.SingleStream, b.TolerancePts)}
 }
 
 // Check lists each median worse than the baseline's by more than the tolerance.

@@ -89,9 +89,23 @@ func TestValidationBaseline(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := MediansOf(res)
+	name, data := EmbeddedSingleStream()
+	ss, err := ReadSingleStream(name, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sr []SingleStreamResult
+	for _, s := range ss {
+		r, err := ReplaySingleStream(context.Background(), s, replayer())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sr = append(sr, r)
+	}
+	single := SingleStreamMedian(sr)
 	path := filepath.Join("testdata", "baseline.json")
 	if *update {
-		b := Baseline{Abs: m.Abs, TolerancePts: 1, Note: "medians over the 13 bundled runs at the fitted corrections; written by go test ./bench/vllmruns -run TestValidationBaseline -update"}
+		b := Baseline{Abs: m.Abs, TolerancePts: 1, SingleStream: single, Note: "medians over the 13 bundled runs and the 12 single-stream deployments at the fitted corrections; written by go test ./bench/vllmruns -run TestValidationBaseline -update"}
 		data, err := json.MarshalIndent(b, "", "  ")
 		if err != nil {
 			t.Fatal(err)
@@ -106,6 +120,12 @@ func TestValidationBaseline(t *testing.T) {
 	}
 	if c := base.Check(m); len(c.Regressions) > 0 {
 		t.Errorf("worse than %s: %s", path, strings.Join(c.Regressions, "; "))
+	}
+	if r := base.CheckSingleStream(single); len(r) > 0 {
+		t.Errorf("worse than %s: %s", path, strings.Join(r, "; "))
+	}
+	if base.SingleStream <= 0 {
+		t.Errorf("%s records no single-stream median", path)
 	}
 	t.Logf("medians |error|: E2E %.2f%%, TTFT %.2f%%, ITL %.2f%%; worst E2E %.1f%% (run %s)", m.Abs.E2EMean, m.Abs.TTFTMean, m.Abs.ITLMean, m.WorstE2, m.WorstRun)
 }
