@@ -56,7 +56,11 @@ func (c *Cluster) Validate() ErrorList {
 			v.add(field(p, "memory_bytes"), g.MemoryBytes, "must be >= 0")
 		}
 		if KnownGPUMemory(g.Type) == 0 && g.Type != "" && g.MemoryBytes == 0 {
-			v.add(field(p, "type"), g.Type, "unknown GPU type (known: %s); give memory_bytes for a custom type", knownGPUList())
+			if s, err := gpucat.Lookup(g.Type); err == nil {
+				v.add(field(p, "type"), g.Type, "unknown GPU type: the catalogue's %s goes by that name; write %s, or give memory_bytes for a custom type", s.Name, s.Name)
+			} else {
+				v.add(field(p, "type"), g.Type, "unknown GPU type (known: %s); give memory_bytes for a custom type", knownGPUList())
+			}
 		}
 		for j, lv := range g.VGPU {
 			if lv < 1 || lv > 4 {

@@ -70,6 +70,7 @@ func TestValidateCluster(t *testing.T) {
 		{"kv link NaN", f, cl(func(c *Cluster) { c.KVLinkGBps = &nan }), []string{`cluster.yaml: kv_link_gbps: NaN: must be in (0, 10000] GB/s`}},
 		{"host memory", f, cl(func(c *Cluster) { c.HostMemoryBytes = -1 }), []string{`cluster.yaml: host_memory_bytes: -1: must be >= 0`}},
 		{"server name", f, cl(func(c *Cluster) { c.Servers[1].Name = "" }), []string{`cluster.yaml: servers[1].name: "": must not be empty`}},
+		{"gpu product name", f, cl(func(c *Cluster) { c.GPUs[0].Type, c.Servers = "NVIDIA L4", nil }), []string{`cluster.yaml: gpus[0].type: "NVIDIA L4": unknown GPU type: the catalogue's L4 goes by that name; write L4, or give memory_bytes for a custom type`}},
 		{"server gpu", f, cl(func(c *Cluster) { c.Servers[1].GPU = "T4" }), []string{`cluster.yaml: servers[1].gpu: "T4": unknown GPU type: not in gpus[]`}},
 		{"server gpus", f, cl(func(c *Cluster) { c.Servers[1].GPUs = 0 }), []string{`cluster.yaml: servers[1].gpus: 0: must be >= 1`}},
 		{"server nic", f, cl(func(c *Cluster) { c.Servers[0].NICGbps = nan }), []string{`cluster.yaml: servers[0].nic_gbps: NaN: must be >= 0`}},

@@ -196,14 +196,61 @@ func Names() []string {
 	return out
 }
 
-// Lookup finds a GPU by name, case-insensitively.
+// Lookup finds a GPU by name, case-insensitively: a type's own name ("H100"), an alias of
+// it ("A10G"), or the product name the driver reports for it, as nvidia-smi prints it
+// ("NVIDIA H100 80GB HBM3"; spaces, hyphens and the "NVIDIA" or "Tesla" prefix optional).
+// A name that only contains a type's name ("A100-40GB", "H100 PCIe") is another part of
+// that family, whose memory or bandwidth may differ: it is refused, naming the type the
+// catalogue holds.
 func Lookup(name string) (Spec, error) {
 	if s, ok := find(func(s *Spec) bool { return strings.EqualFold(s.Name, name) }); ok {
 		return s, nil
 	}
+	key := productKey(name)
+	for a, to := range aliases {
+		if key != "" && key == productKey(a) {
+			if s, ok := Find(to); ok {
+				return s, nil
+			}
+		}
+	}
+	if s, ok := find(func(s *Spec) bool { return key != "" && s.Product != "" && productKey(s.Product) == key }); ok {
+		return s, nil
+	}
 	names := Names()
 	sort.Strings(names)
+	if s, ok := familyOf(name); ok {
+		return Spec{}, fmt.Errorf("GPU %q: not the catalogue's %s, which is the %s (%.0f GB, %.0f GB/s): give %s if it is that GPU; known GPUs: %s",
+			name, s.Name, s.Product, float64(s.MemoryBytes)/(1<<30), s.MemBWGBps, s.Name, strings.Join(names, ", "))
+	}
 	return Spec{}, fmt.Errorf("GPU %q: unknown; known GPUs: %s", name, strings.Join(names, ", "))
+}
+
+// productKey is a GPU name as Lookup compares product names: lower case, without the
+// "NVIDIA" or "Tesla" prefix, spaces, hyphens and underscores.
+func productKey(name string) string {
+	k := strings.ToLower(strings.TrimSpace(name))
+	for _, p := range []string{"nvidia", "tesla"} {
+		k = strings.TrimPrefix(k, p)
+	}
+	return strings.NewReplacer(" ", "", "-", "", "_", "").Replace(k)
+}
+
+// familyOf is the catalogue type whose name a longer name contains as a whole word
+// ("A100" in "A100-40GB"; L40S before L40 and L4).
+func familyOf(name string) (Spec, bool) {
+	words := strings.FieldsFunc(strings.ToLower(name), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	})
+	var best Spec
+	for _, s := range specs() {
+		for _, w := range words {
+			if w == strings.ToLower(s.Name) && len(s.Name) > len(best.Name) {
+				best = s
+			}
+		}
+	}
+	return best, best.Name != ""
 }
 
 // Find is Lookup by exact name, without the error.

@@ -136,3 +136,35 @@ func TestRegister(t *testing.T) {
 		t.Error("Z1 still there after remove")
 	}
 }
+
+// TestLookupNames: a type is found by its name, an alias, or the product name the driver
+// reports (as nvidia-smi prints it, with or without its prefix and separators); a name
+// that only contains a type's name is another part of the family and is refused naming
+// the type the catalogue holds; anything else is unknown.
+func TestLookupNames(t *testing.T) {
+	for _, c := range []struct{ name, want, err string }{
+		{"h100", "H100", ""},
+		{"NVIDIA H100 80GB HBM3", "H100", ""},
+		{"H100-80GB-HBM3", "H100", ""},
+		{"NVIDIA A100-SXM4-80GB", "A100", ""},
+		{"a100 sxm4 80gb", "A100", ""},
+		{"Tesla T4", "T4", ""},
+		{"NVIDIA L40S", "L40S", ""},
+		{"A10G", "A10", ""},
+		{"NVIDIA A10G", "A10", ""},
+		{"A100-40GB", "", `GPU "A100-40GB": not the catalogue's A100, which is the NVIDIA A100-SXM4-80GB (80 GB, 2039 GB/s): give A100 if it is that GPU`},
+		{"NVIDIA H100 PCIe", "", `GPU "NVIDIA H100 PCIe": not the catalogue's H100`},
+		{"L40S-48GB", "", `not the catalogue's L40S`},
+		{"K80", "", `GPU "K80": unknown; known GPUs: `},
+		{"", "", `GPU "": unknown`},
+		{"NVIDIA", "", `GPU "NVIDIA": unknown`},
+	} {
+		s, err := Lookup(c.name)
+		switch {
+		case c.err == "" && (err != nil || s.Name != c.want):
+			t.Errorf("Lookup(%q) = %s, %v; want %s", c.name, s.Name, err, c.want)
+		case c.err != "" && (err == nil || !strings.HasPrefix(err.Error(), c.err) && !strings.Contains(err.Error(), c.err)):
+			t.Errorf("Lookup(%q): error %v, want %q", c.name, err, c.err)
+		}
+	}
+}

@@ -201,7 +201,7 @@ func newProfileCmd(app *App) *cobra.Command {
 	listVar(f, &o.zoo, "zoo", "", "profile zoo architectures (comma list; repeatable): "+strings.Join(zoo.Names(), ", "))
 	f.StringVar(&o.backend, "backend", "", "onnx, roofline or trt (default: onnx for a MODEL.onnx, roofline otherwise)")
 	f.StringVar(&o.device, "device", "cpu", "device for the onnx backend: cpu or cuda:N")
-	f.StringSliceVar(&o.gpus, "gpu", nil, "GPU types for roofline estimates (default L4,P4; A10,A100,H100 for --llm)")
+	f.StringSliceVar(&o.gpus, "gpu", nil, "GPU types for roofline estimates, by catalogue name or the product name nvidia-smi reports (NVIDIA H100 80GB HBM3; default L4,P4; A10,A100,H100 for --llm)")
 	listVar(f, &o.batch, "batch", "", "batch sizes, e.g. 1-8 or 1,2,4 (default: PPipe's grid, 1-8 on whole GPUs)")
 	listVar(f, &o.vgpu, "vgpu", "", "vGPU slice levels, e.g. 1-4 (default: PPipe's grid)")
 	f.IntVar(&o.blocks, "blocks", 10, "number of blocks to pre-partition into")
