@@ -15,9 +15,11 @@ import (
 // per model, one stage per partition, and workers packed onto the plan's cluster. Slices of
 // one (model, stage index, GPU type, level) share GPUs in order, v slices per GPU; each such
 // group starts on a fresh server when the cluster has room, as the authors' simulator packs
-// pools separately. Latencies come from the embedded profile when it has the (GPU, v, batch)
-// entry, else from the plan (a smaller batch then costs as much as the planned one, which is
-// pessimistic and therefore never breaks a deadline the plan promised).
+// pools separately; where it has not, groups pack back to back and each lists its GPUs on
+// servers shared with a neighbour last (sharedLast). Latencies come from the embedded
+// profile when it has the (GPU, v, batch) entry, else from the plan (a smaller batch then
+// costs as much as the planned one, which is pessimistic and therefore never breaks a
+// deadline the plan promised).
 //
 // Errors (plan not matching its cluster, inconsistent partitions) are a formats.ErrorList
 // with field paths into the plan.
@@ -246,7 +248,7 @@ func (b *planBuilder) layout() {
 			n = ceilDiv(n, per) * per
 		}
 		cnt := g.gpus()
-		cur := &cursor{gpus: b.typeGPU[g.key.gpu][n : n+cnt]}
+		cur := &cursor{gpus: append([]int(nil), b.typeGPU[g.key.gpu][n:n+cnt]...)}
 		if g.key.v == 0 {
 			cur.gpuOf, cur.slotOf = make([]int, g.slices), make([]int, g.slices)
 			for gi, on := range g.packed {
@@ -258,7 +260,33 @@ func (b *planBuilder) layout() {
 		b.cursors[g.key] = cur
 		nextGPU[g.key.gpu] = n + cnt
 	}
+	b.sharedLast()
+}
 
+// sharedLast reorders each group's GPUs so that those on a server another group also uses
+// come last. Where the cluster has no room to start every group on a fresh server, groups
+// pack back to back and neighbours share a server's NIC; the dispatcher takes the lowest
+// pool index among equally good workers (PPipe A.3, Alg. 2), so below full load a group
+// whose first GPUs sat on a shared server would send most of its transfers through the
+// neighbour's NIC. With the shared GPUs last, a neighbour's transfers reach the shared NIC
+// only when its own servers are busy, and a short-SLO stage is not starved by a long
+// transfer booked far ahead on its downlink.
+func (b *planBuilder) sharedLast() {
+	owners := map[dataplane.ServerID]map[groupKey]bool{}
+	for k, cur := range b.cursors {
+		for _, gi := range cur.gpus {
+			s := b.d.Topo.GPUs[gi].Server
+			if owners[s] == nil {
+				owners[s] = map[groupKey]bool{}
+			}
+			owners[s][k] = true
+		}
+	}
+	for _, cur := range b.cursors {
+		sort.SliceStable(cur.gpus, func(i, j int) bool {
+			return len(owners[b.d.Topo.GPUs[cur.gpus[i]].Server]) < len(owners[b.d.Topo.GPUs[cur.gpus[j]].Server])
+		})
+	}
 }
 
 // stages builds one app per model, one stage per partition, and carves the workers.
