@@ -26,6 +26,7 @@ import (
 	"sync"
 
 	"github.com/plan-dev/plan/internal/base/gpucat"
+	"github.com/plan-dev/plan/profiler/gpus"
 )
 
 //go:embed data/*.csv.gz
@@ -66,6 +67,12 @@ type Tables struct {
 	moeSetAside map[string]SuspectSlice
 	// outOfOrder are the measured points read at a faster point of more work (monotone).
 	outOfOrder []OutOfOrder
+	// gemmLaunch is the GEMM table's fastest point (gemmLaunchUs) and spec the GPU's
+	// catalogue entry, found once.
+	launchOnce sync.Once
+	gemmLaunch float64
+	spec       gpus.Spec
+	specOK     bool
 }
 
 // Table names, and the axes of their grids in order.

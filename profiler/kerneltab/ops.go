@@ -23,6 +23,9 @@ func (t *Tables) GEMMUs(dt DType, m, n, k int) (float64, Point, error) {
 	if m <= 0 || n <= 0 || k <= 0 {
 		return 0, Point{Table: TableGEMM}, nil
 	}
+	if g, ok := t.weightOnlyGPU(dt); ok {
+		return t.gemmWeightOnlyUs(g, dt, m, n, k)
+	}
 	return t.lookup(TableGEMM, string(dt), []float64{float64(m), float64(n), float64(k)})
 }
 

@@ -250,8 +250,9 @@ func (d Deployment) StepTimes() string {
 const cudaGraphMaxTokens = 512
 
 // gemmUs is one decoder linear layer of m tokens (n outputs, k inputs) on one GPU, in the
-// model's weight dtype; a dtype the GPU's tables lack (FP8 on the A100, which runs it
-// weight-only at BF16 compute) is timed as BF16.
+// model's weight dtype (FP8 on the A100 runs weight-only: kerneltab scales the BF16
+// measurement by the weight-read floors); a dtype the GPU's tables lack otherwise is timed
+// as BF16.
 func (d Deployment) gemmUs(b *Breakdown, m, n, k int) float64 {
 	return d.gemmAt(b, d.Model.Weights.gemmDType(), m, n, k)
 }

@@ -483,9 +483,9 @@ func statedKV(ls []formats.LLMProfile, kv int64, from string, io *run.IO) ([]for
 }
 
 // fp8Notes says, once per GPU type, what FP8 weights mean on a GPU without FP8 tensor cores
-// (the A100): vLLM runs them weight-only, dequantized to BF16 compute, so every step term is
-// BF16's; only the weights' bytes halve, which grows the KV cache and the batch the decode
-// step is read at.
+// (the A100): vLLM runs them weight-only (FP8 Marlin), dequantized to BF16 compute, so a
+// linear or expert layer reads half the BF16 weight bytes at the BF16 FLOPs
+// (kerneltab's weight-only path); the halved weights also grow the KV cache.
 func fp8Notes(ls []formats.LLMProfile, io *run.IO) {
 	said := map[string]bool{}
 	for _, l := range ls {
@@ -494,7 +494,7 @@ func fp8Notes(ls []formats.LLMProfile, io *run.IO) {
 		}
 		if g, err := gpus.Lookup(l.GPU); err == nil && g.FP8TFLOPS == 0 {
 			said[l.GPU] = true
-			fmt.Fprintf(io.Err, "note: %s has no FP8 tensor cores: vLLM runs FP8 weights weight-only (dequantized to BF16 compute), so the step terms are BF16's; the halved weights leave more KV cache, and the decode step is read at a larger batch\n", l.GPU)
+			fmt.Fprintf(io.Err, "note: %s has no FP8 tensor cores: vLLM runs FP8 weights weight-only (FP8 Marlin, dequantized to BF16 compute): linear and expert layers are the BF16 measurements scaled by their weight-read floors (about half where decode reads the weights, the BF16 time where prefill is bound by the math); the halved weights leave more KV cache\n", l.GPU)
 		}
 	}
 }
