@@ -67,10 +67,13 @@ type Tables struct {
 	moeSetAside map[string]SuspectSlice
 	// outOfOrder are the measured points read at a faster point of more work (monotone).
 	outOfOrder []OutOfOrder
-	// gemmLaunch is the GEMM table's fastest point (gemmLaunchUs) and spec the GPU's
-	// catalogue entry, found once.
+	// gemmLaunch, moeLaunch and attnLaunch are the GEMM, MoE and decode-attention tables'
+	// fastest points (fastestUs)
+	// and spec the GPU's catalogue entry, found once.
 	launchOnce sync.Once
 	gemmLaunch float64
+	moeLaunch  float64
+	attnLaunch float64
 	spec       gpus.Spec
 	specOK     bool
 }

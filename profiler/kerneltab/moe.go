@@ -114,7 +114,7 @@ func (t *Tables) MoEUs(s MoEShape, tokens int) (float64, Point, error) {
 		return 0, Point{Table: TableMoE}, nil
 	}
 	x := []float64{float64(tokens)}
-	if g, ok := t.weightOnlyGPU(s.DType); ok {
+	if g, ok := t.weightOnlyMoEGPU(s.DType); ok {
 		return t.moeWeightOnlyUs(g, s, tokens)
 	}
 	if ss, bad := t.suspectMoE(s); bad {

@@ -59,6 +59,16 @@ func (t *Tables) ContextAttentionUs(batch, isl, heads, kvHeads, headDim int, kv 
 		return 0, Point{Table: TableContextAttn}, nil
 	}
 	s, f, err := t.attnSlice(TableContextAttn, headDim, kv)
+	if err != nil && kv != BF16 {
+		// A KV dtype the GPU's tables lack (FP8 on the A100): prefill attention is bound by
+		// its math, which stays BF16, and the cache write it halves is a sliver of it.
+		us, p, berr := t.ContextAttentionUs(batch, isl, heads, kvHeads, headDim, BF16)
+		if berr == nil {
+			p.ScaledFrom = p.Slice + " (no " + string(kv) + " KV measurements: its BF16 time)"
+			p.Measured = false
+			return us, p, nil
+		}
+	}
 	if err != nil {
 		return 0, Point{Table: TableContextAttn}, err
 	}
@@ -90,6 +100,11 @@ func (t *Tables) generationAttention(batch, heads, kvHeads, headDim int, kv DTyp
 		return 0, Point{Table: TableGenAttn}, false, nil
 	}
 	s, f, err := t.attnSlice(TableGenAttn, headDim, kv)
+	if err != nil && kv != BF16 {
+		if us, p, raised, berr := t.generationAttention(batch, heads, kvHeads, headDim, BF16, step, fromMemory); berr == nil {
+			return us * t.kvDTypeRatio(batch, heads, kvHeads, headDim, kv, step), p.kvScaled(kv), raised, nil
+		}
+	}
 	if err != nil {
 		return 0, Point{Table: TableGenAttn}, false, err
 	}

@@ -65,7 +65,8 @@ func (t *Tables) moeWeightOnlyUs(g gpus.Spec, s MoEShape, tokens int) (float64, 
 	touched := min(max(ExpectedDistinctExperts(s.Experts, s.TopK, float64(tokens))/ep, 1), float64(s.Experts)/ep)
 	expert := 3 * float64(s.Hidden) * float64(s.Inter) / tp
 	flops := 2 * float64(tokens) * float64(s.TopK) / ep * expert
-	r := weightOnlyRatio(g, t.fastestUs(TableMoE), flops, touched*expert, 2*float64(tokens)*float64(s.Hidden)*2, s.DType)
+	t.once()
+	r := weightOnlyRatio(g, t.moeLaunch, flops, touched*expert, 2*float64(tokens)*float64(s.Hidden)*2, s.DType)
 	from := p.ScaledFrom
 	if from == "" {
 		from = b.slice()
@@ -94,10 +95,57 @@ func (t *Tables) weightOnlyGPU(dt DType) (gpus.Spec, bool) {
 	return t.spec, t.specOK && weightOnly(t.spec, dt)
 }
 
+// weightOnlyMoEGPU is weightOnlyGPU for an expert layer, and also true for MXFP4 experts
+// (gpt-oss) where the tables measured no MXFP4 kernel (the A100): vLLM runs them with the
+// Marlin MXFP4 MoE, 4-bit weights at BF16 math, as the measured w4a16_mxfp4 kernels of the
+// other GPUs are.
+func (t *Tables) weightOnlyMoEGPU(dt DType) (gpus.Spec, bool) {
+	if dt != MXFP4 {
+		return t.weightOnlyGPU(dt)
+	}
+	t.once()
+	if !t.specOK {
+		return gpus.Spec{}, false
+	}
+	for _, k := range t.sliceKeys(TableMoE) {
+		if m, ok := parseMoESlice(k); ok && m.DType == MXFP4 {
+			return gpus.Spec{}, false
+		}
+	}
+	return t.spec, true
+}
+
 func (t *Tables) once() {
 	t.launchOnce.Do(func() {
 		t.gemmLaunch = t.fastestUs(TableGEMM)
+		t.moeLaunch = t.fastestUs(TableMoE)
+		t.attnLaunch = t.fastestUs(TableGenAttn)
 		s, err := gpus.Lookup(t.GPU)
 		t.spec, t.specOK = s, err == nil
 	})
+}
+
+// kvDTypeRatio is the floor of decode attention over a KV cache of dtype kv against a BF16
+// one, for a GPU whose tables measured only BF16 caches (the A100): the kernel dequantizes
+// the cache as it reads it, so the bytes follow the cache's dtype and the math stays BF16.
+func (t *Tables) kvDTypeRatio(batch, heads, kvHeads, headDim int, kv DType, step float64) float64 {
+	t.once()
+	if !t.specOK {
+		return 1
+	}
+	g := t.spec
+	elem := weightBytes(kv)
+	b, h, k, d := float64(batch), float64(heads), float64(kvHeads), float64(headDim)
+	flops := 4 * b * h * step * d
+	at := func(e float64) float64 {
+		return max(flops/(g.FP16TFLOPS*1e6), b*step*k*d*2*e/(g.MemBWGBps*1e3)) + t.attnLaunch
+	}
+	return at(elem) / at(2)
+}
+
+// kvScaled marks p, a BF16-cache measurement, as scaled to a kv cache.
+func (p Point) kvScaled(kv DType) Point {
+	p.ScaledFrom = p.Slice + " by the KV-read floors (no " + string(kv) + " KV measurements on this GPU)"
+	p.Measured = false
+	return p
 }
