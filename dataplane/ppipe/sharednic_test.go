@@ -58,24 +58,7 @@ func TestSharedServerNICsFillGaps(t *testing.T) {
 		if busy {
 			pol = busyAttach{pol.(*PPipe)}
 		}
-		s := &miniSim{r: rand.New(rand.NewPCG(3, 4)), jitter: jitter}
-		n := make([]int, len(dep.Apps))
-		ok := make([]int, len(dep.Apps))
-		s.finish = func(r *dataplane.Request) {
-			n[r.App]++
-			if r.Outcome == dataplane.Completed {
-				ok[r.App]++
-			}
-		}
-		runMini(t, s, dep, pol, 1, 2*dataplane.Second, nil)
-		out := make([]float64, len(n))
-		for a := range n {
-			if n[a] == 0 {
-				t.Fatalf("app %d: no request finished", a)
-			}
-			out[a] = float64(ok[a]) / float64(n[a])
-		}
-		return out
+		return onTimeShares(t, &miniSim{r: rand.New(rand.NewPCG(3, 4)), jitter: jitter}, dep, pol, 1, 2*dataplane.Second)
 	}
 	for _, jitter := range []float64{0, 0.05} {
 		gaps, busy := att(false, jitter), att(true, jitter)
@@ -155,7 +138,19 @@ func TestPackedNeighboursSharedLast(t *testing.T) {
 			seenShared = seenShared || shared
 		}
 	}
-	s := &miniSim{r: rand.New(rand.NewPCG(5, 6))}
+	shares := onTimeShares(t, &miniSim{r: rand.New(rand.NewPCG(5, 6))}, dep, NewPPipe(PPipeOptions{Penalty: true, Admission: true}), 0.3, 4*dataplane.Second)
+	for a, share := range shares {
+		t.Logf("%s: %.4f on time", dep.Apps[a].Name, share)
+		if share < 0.99 {
+			t.Errorf("%s at 0.3 of the plan's rates: %.4f on time, want ≥ 0.99", dep.Apps[a].Name, share)
+		}
+	}
+}
+
+// onTimeShares runs dep under pol on s at load for dur and returns each app's share of
+// finished requests completed on time.
+func onTimeShares(t *testing.T, s *miniSim, dep *dataplane.Deployment, pol dataplane.Policy, load float64, dur dataplane.Time) []float64 {
+	t.Helper()
 	n := make([]int, len(dep.Apps))
 	ok := make([]int, len(dep.Apps))
 	s.finish = func(r *dataplane.Request) {
@@ -164,15 +159,13 @@ func TestPackedNeighboursSharedLast(t *testing.T) {
 			ok[r.App]++
 		}
 	}
-	runMini(t, s, dep, NewPPipe(PPipeOptions{Penalty: true, Admission: true}), 0.3, 4*dataplane.Second, nil)
-	for a := range dep.Apps {
+	runMini(t, s, dep, pol, load, dur, nil)
+	out := make([]float64, len(n))
+	for a := range n {
 		if n[a] == 0 {
 			t.Fatalf("app %s: no request finished", dep.Apps[a].Name)
 		}
-		share := float64(ok[a]) / float64(n[a])
-		t.Logf("%s: %d of %d on time (%.4f)", dep.Apps[a].Name, ok[a], n[a], share)
-		if share < 0.99 {
-			t.Errorf("%s at 0.3 of the plan's rates: %.4f on time, want ≥ 0.99", dep.Apps[a].Name, share)
-		}
+		out[a] = float64(ok[a]) / float64(n[a])
 	}
+	return out
 }
