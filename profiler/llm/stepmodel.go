@@ -353,7 +353,7 @@ func (d Deployment) allReduceUs(b *Breakdown, tokens int) float64 {
 		var us float64
 		var p kerneltab.Point
 		var err error
-		if customAllReduceSizes[d.TP] {
+		if d.customAllReduce() {
 			us, p, err = d.tab.AllReduceUs(tokens <= d.graphMaxTokens(), d.TP, elems)
 		} else {
 			us, p, err = d.tab.NCCLUs("all_reduce", d.TP, elems)
@@ -369,6 +369,15 @@ func (d Deployment) allReduceUs(b *Breakdown, tokens int) float64 {
 // customAllReduceSizes are the tensor-parallel degrees vLLM's custom all-reduce runs on
 // (its supported world sizes); other degrees all-reduce through NCCL.
 var customAllReduceSizes = map[int]bool{2: true, 4: true, 6: true, 8: true}
+
+// customAllReduce reports whether vLLM runs its custom all-reduce on this group: at a
+// supported size, and over NVLink unless the group is two GPUs (vLLM's custom_all_reduce.py
+// disables it "on more than two PCIe-only GPUs", which then all-reduce through NCCL — the
+// L40S at TP 4 or 8). The measured tables are used on the GPU's own link only
+// (NewDeployment), so that link is the GPU's.
+func (d Deployment) customAllReduce() bool {
+	return customAllReduceSizes[d.TP] && (d.TP == 2 || d.GPU.NVLinkGBps > 0)
+}
 
 // logitsGatherUs gathers the vocabulary-parallel logits of rows tokens across the GPUs
 // (vLLM's LogitsProcessor all-gathers them on CUDA): NCCL's all_gather of rows × vocab
