@@ -76,6 +76,7 @@ type Tables struct {
 	attnLaunch float64
 	spec       gpus.Spec
 	specOK     bool
+	mxfp4MoE   bool // the MoE table measured MXFP4 kernels
 }
 
 // Table names, and the axes of their grids in order.

@@ -104,15 +104,7 @@ func (t *Tables) weightOnlyMoEGPU(dt DType) (gpus.Spec, bool) {
 		return t.weightOnlyGPU(dt)
 	}
 	t.once()
-	if !t.specOK {
-		return gpus.Spec{}, false
-	}
-	for _, k := range t.sliceKeys(TableMoE) {
-		if m, ok := parseMoESlice(k); ok && m.DType == MXFP4 {
-			return gpus.Spec{}, false
-		}
-	}
-	return t.spec, true
+	return t.spec, t.specOK && !t.mxfp4MoE
 }
 
 func (t *Tables) once() {
@@ -122,6 +114,11 @@ func (t *Tables) once() {
 		t.attnLaunch = t.fastestUs(TableGenAttn)
 		s, err := gpus.Lookup(t.GPU)
 		t.spec, t.specOK = s, err == nil
+		for _, k := range t.sliceKeys(TableMoE) {
+			if m, ok := parseMoESlice(k); ok && m.DType == MXFP4 {
+				t.mxfp4MoE = true
+			}
+		}
 	})
 }
 
