@@ -62,13 +62,13 @@ func TestResolveBudget(t *testing.T) {
 		want  []time.Duration // the limit each solve is given (nil: only the count, len(spend), is checked)
 	}{
 		// 60 s: the solve at the rates and its prediction take 21 s, 39 s are left, less 8 s
-		// for the re-solved plan's prediction, for four margins: 7.75 s each; the first ends
-		// at once (its prediction 1 s), so 38 − 8 s are left for three, then 29 s for two,
-		// then 28 s for the last.
-		{name: "shared", limit: 60 * s, spend: []time.Duration{20 * s, 0, 0, 0, 0},
-			want: []time.Duration{60 * s, 7750 * time.Millisecond, 10 * s, 14500 * time.Millisecond, 28 * s}},
+		// for the re-solved plan's prediction, for six margins: 31/6 s each; the first ends
+		// at once (its prediction 1 s), so 38 − 8 s are left for five (6 s each), then 29 s
+		// for four, 28 s for three, 27 s for two, then 26 s for the last.
+		{name: "shared", limit: 60 * s, spend: []time.Duration{20 * s, 0, 0, 0, 0, 0, 0},
+			want: []time.Duration{60 * s, 31 * s / 6, 6 * s, 7250 * time.Millisecond, 28 * s / 3, 13500 * time.Millisecond, 26 * s}},
 		// Each re-solve runs its whole share: the total stays within 60 s.
-		{name: "each runs its share", limit: 60 * s, spend: []time.Duration{19 * s, -1, -1, -1, -1}},
+		{name: "each runs its share", limit: 60 * s, spend: []time.Duration{19 * s, -1, -1, -1, -1, -1, -1}},
 		// The solve at the rates and its prediction took all but 0.2 s: no re-solve starts.
 		{name: "none left", limit: 10 * s, spend: []time.Duration{8800 * time.Millisecond},
 			want: []time.Duration{10 * s}},

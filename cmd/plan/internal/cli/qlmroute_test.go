@@ -71,7 +71,7 @@ func TestQLMCostMixAttainment(t *testing.T) {
 	}
 	// Both plans now meet their targets in solve's own prediction; the mix the cost ILP
 	// picks (sized in closed form, then topped up and given a rate margin until it meets)
-	// is no longer the cheaper one: 15.32/h against A100 alone at 11.79/h. The ILP's
+	// is no longer the cheaper one: 14.81/h against A100 alone at 11.79/h. The ILP's
 	// cheaper mixes (9.88-12.79/h) missed 99% in simulation. Logged, not asserted: a cost
 	// search with the simulation in the loop is what would make the mix cheaper again.
 	t.Logf("mixed fleet %v at %.2f/h, A100 alone %.2f/h", mt, mc, sc)

@@ -81,8 +81,8 @@ answers, p50/p90/p99 latency (TTFT and TPOT for LLM classes) and the rate up to 
 its target. Load 1 is the workload's rate where it gives one, else the throughput the plan
 states (a PPipe throughput plan, a cascade's QPS range: a miss there is reported with the rate
 the plan does sustain). A plan sized for the workload's rates that misses an application's
-target (99%, or the percentile its SLO is stated at) is solved again for 1.1, 1.25, 1.5 and 2×
-the rates (provenance.rate_margin); if none meets, solve exits 2 naming the application, its
+target (99%, or the percentile its SLO is stated at) is solved again for 1.05, 1.1, 1.15,
+1.25, 1.5 and 2× the rates (provenance.rate_margin), keeping the first that meets; if none meets, solve exits 2 naming the application, its
 predicted and target attainment and the rate it does sustain; --accept-miss writes it anyway,
 the miss in its prediction. plan check re-runs the prediction, under the same arrivals.
 
