@@ -114,8 +114,8 @@ func (t *Tables) MoEUs(s MoEShape, tokens int) (float64, Point, error) {
 		return 0, Point{Table: TableMoE}, nil
 	}
 	x := []float64{float64(tokens)}
-	if g, ok := t.weightOnlyMoEGPU(s.DType); ok {
-		return t.moeWeightOnlyUs(g, s, tokens)
+	if t.weightOnlyMoE(s.DType) {
+		return t.moeWeightOnlyUs(s, tokens)
 	}
 	if ss, bad := t.suspectMoE(s); bad {
 		return t.moeFromBF16(s, tokens, ss)
@@ -166,6 +166,22 @@ func (t *Tables) suspectMoESlices() map[string]SuspectSlice {
 // (the weight bytes the quantized layer reads, its FLOPs at its own peak). The Point says
 // what was set aside and why.
 func (t *Tables) moeFromBF16(s MoEShape, tokens int, ss SuspectSlice) (float64, Point, error) {
+	us, p, err := t.moeScaledFromBF16(s, tokens)
+	if err != nil {
+		return 0, p, err
+	}
+	b := s
+	b.DType = BF16
+	p.ScaledFrom = b.slice()
+	p.SetAside = fmt.Sprintf("moe[%s]: median %.1f× its floor where BF16 sits at %.1f×; %d of %d points beyond %g×", ss.Slice, ss.MedianRatio, ss.BF16Ratio, ss.Suspect, ss.Of, SuspectFloorMultiple)
+	return us, p, nil
+}
+
+// moeScaledFromBF16 is the BF16 measurement of s's shape and split (its own slice, or
+// scaled from the nearest BF16 shape: Point.ScaledFrom names it) times the ratio of s's
+// dtype's floor to BF16's at these tokens (the weight bytes the layer reads, its FLOPs at
+// the dtype's peak). The Point is not measured and carries s's slice.
+func (t *Tables) moeScaledFromBF16(s MoEShape, tokens int) (float64, Point, error) {
 	b := s
 	b.DType = BF16
 	x := []float64{float64(tokens)}
@@ -180,17 +196,14 @@ func (t *Tables) moeFromBF16(s MoEShape, tokens int, ss SuspectSlice) (float64, 
 	if err != nil {
 		return 0, p, err
 	}
-	g, gerr := gpus.Lookup(t.GPU)
-	if gerr != nil {
-		return 0, p, gerr
+	t.once()
+	if !t.specOK {
+		return 0, p, fmt.Errorf("%s: not in the GPU catalogue", t.GPU)
 	}
-	launch := t.fastestUs(TableMoE)
-	fq, _ := floorUs(g, launch, TableMoE, s.slice(), x)
-	fb, _ := floorUs(g, launch, TableMoE, b.slice(), x)
-	p.ScaledFrom = b.slice()
+	fq, _ := floorUs(t.spec, t.moeLaunch, TableMoE, s.slice(), x)
+	fb, _ := floorUs(t.spec, t.moeLaunch, TableMoE, b.slice(), x)
 	p.Slice = s.slice()
 	p.Measured = false
-	p.SetAside = fmt.Sprintf("moe[%s]: median %.1f× its floor where BF16 sits at %.1f×; %d of %d points beyond %g×", ss.Slice, ss.MedianRatio, ss.BF16Ratio, ss.Suspect, ss.Of, SuspectFloorMultiple)
 	return us * fq / fb, p, nil
 }
 

@@ -21,58 +21,37 @@ func weightOnly(g gpus.Spec, dt DType) bool {
 	return (dt == FP8 || dt == FP8Block) && g.FP8TFLOPS == 0
 }
 
-// weightOnlyRatio is the floor of a weight-only layer in dt over the BF16 layer's: the
-// weights' bytes at the memory bandwidth and the FLOPs at the FP16 peak (activations stay
-// BF16), each plus the launch time that no size removes.
-func weightOnlyRatio(g gpus.Spec, launchUs, flops, weights, activationBytes float64, dt DType) float64 {
-	bw := g.MemBWGBps * 1e3 // bytes per µs
-	at := func(bytes float64) float64 {
-		return max(flops/(g.FP16TFLOPS*1e6), bytes/bw) + launchUs
-	}
-	return at(weights*weightBytes(dt)+activationBytes) / at(weights*weightBytes(BF16)+activationBytes)
-}
-
-// gemmWeightOnlyUs is GEMMUs for a dtype g runs weight-only.
+// gemmWeightOnlyUs is GEMMUs for a dtype g runs weight-only: the BF16 measurement times
+// the ratio of the two floors (floorUs: dt's weight bytes at the bandwidth, the FLOPs at the
+// peak g has for dt, which without its tensor cores is the FP16 one).
 func (t *Tables) gemmWeightOnlyUs(g gpus.Spec, dt DType, m, n, k int) (float64, Point, error) {
-	us, p, err := t.lookup(TableGEMM, string(BF16), []float64{float64(m), float64(n), float64(k)})
+	x := []float64{float64(m), float64(n), float64(k)}
+	us, p, err := t.lookup(TableGEMM, string(BF16), x)
 	if err != nil {
 		return 0, p, err
 	}
-	fm, fn, fk := float64(m), float64(n), float64(k)
-	r := weightOnlyRatio(g, t.gemmLaunchUs(), 2*fm*fn*fk, fn*fk, 2*(fm*fk+fm*fn), dt)
+	launch := t.gemmLaunchUs()
+	fq, _ := floorUs(g, launch, TableGEMM, string(dt), x)
+	fb, _ := floorUs(g, launch, TableGEMM, string(BF16), x)
 	p.Slice, p.ScaledFrom, p.Measured = string(dt), weightOnlyFrom(BF16, dt), false
-	return us * r, p, nil
+	return us * fq / fb, p, nil
 }
 
-// moeWeightOnlyUs is MoEUs for a dtype g runs weight-only: the BF16 measurement of the
-// shape (its own slice, or scaled from the nearest BF16 shape) times the floors' ratio at
-// these tokens, the weights being the experts the batch is expected to touch.
-func (t *Tables) moeWeightOnlyUs(g gpus.Spec, s MoEShape, tokens int) (float64, Point, error) {
+// moeWeightOnlyUs is MoEUs for a dtype the GPU runs weight-only (moeScaledFromBF16, the
+// weights being the experts the batch is expected to touch).
+func (t *Tables) moeWeightOnlyUs(s MoEShape, tokens int) (float64, Point, error) {
+	us, p, err := t.moeScaledFromBF16(s, tokens)
+	if err != nil {
+		return 0, p, err
+	}
 	b := s
 	b.DType = BF16
-	var us float64
-	var p Point
-	var err error
-	if _, ok := t.slices[TableMoE+"/"+b.slice()]; ok {
-		us, p, err = t.lookup(TableMoE, b.slice(), []float64{float64(tokens)})
-	} else {
-		us, p, err = t.moeScaled(b, tokens, "")
+	from := b.slice()
+	if p.ScaledFrom != "" {
+		from = p.ScaledFrom
 	}
-	if err != nil {
-		return 0, p, err
-	}
-	tp, ep := float64(max(s.TP, 1)), float64(max(s.EP, 1))
-	touched := min(max(ExpectedDistinctExperts(s.Experts, s.TopK, float64(tokens))/ep, 1), float64(s.Experts)/ep)
-	expert := 3 * float64(s.Hidden) * float64(s.Inter) / tp
-	flops := 2 * float64(tokens) * float64(s.TopK) / ep * expert
-	t.once()
-	r := weightOnlyRatio(g, t.moeLaunch, flops, touched*expert, 2*float64(tokens)*float64(s.Hidden)*2, s.DType)
-	from := p.ScaledFrom
-	if from == "" {
-		from = b.slice()
-	}
-	p.Slice, p.ScaledFrom, p.Measured = s.slice(), weightOnlyFrom(DType(from), s.DType), false
-	return us * r, p, nil
+	p.ScaledFrom = weightOnlyFrom(DType(from), s.DType)
+	return us, p, nil
 }
 
 // weightOnlyFrom names the measured slice a weight-only time is scaled from, and why.
@@ -95,16 +74,17 @@ func (t *Tables) weightOnlyGPU(dt DType) (gpus.Spec, bool) {
 	return t.spec, t.specOK && weightOnly(t.spec, dt)
 }
 
-// weightOnlyMoEGPU is weightOnlyGPU for an expert layer, and also true for MXFP4 experts
-// (gpt-oss) where the tables measured no MXFP4 kernel (the A100): vLLM runs them with the
-// Marlin MXFP4 MoE, 4-bit weights at BF16 math, as the measured w4a16_mxfp4 kernels of the
-// other GPUs are.
-func (t *Tables) weightOnlyMoEGPU(dt DType) (gpus.Spec, bool) {
+// weightOnlyMoE reports whether the GPU runs experts of dtype dt weight-only: FP8 without
+// FP8 tensor cores (weightOnlyGPU), and MXFP4 experts (gpt-oss) where the tables measured no
+// MXFP4 kernel (the A100): vLLM runs them with the Marlin MXFP4 MoE, 4-bit weights at BF16
+// math, as the measured w4a16_mxfp4 kernels of the other GPUs are.
+func (t *Tables) weightOnlyMoE(dt DType) bool {
 	if dt != MXFP4 {
-		return t.weightOnlyGPU(dt)
+		_, ok := t.weightOnlyGPU(dt)
+		return ok
 	}
 	t.once()
-	return t.spec, t.specOK && !t.mxfp4MoE
+	return t.specOK && !t.mxfp4MoE
 }
 
 func (t *Tables) once() {
@@ -123,21 +103,18 @@ func (t *Tables) once() {
 }
 
 // kvDTypeRatio is the floor of decode attention over a KV cache of dtype kv against a BF16
-// one, for a GPU whose tables measured only BF16 caches (the A100): the kernel dequantizes
-// the cache as it reads it, so the bytes follow the cache's dtype and the math stays BF16.
+// one (floorUs), for a GPU whose tables measured only BF16 caches (the A100): the kernel
+// dequantizes the cache as it reads it, so the bytes follow the cache's dtype and the math
+// stays BF16.
 func (t *Tables) kvDTypeRatio(batch, heads, kvHeads, headDim int, kv DType, step float64) float64 {
 	t.once()
 	if !t.specOK {
 		return 1
 	}
-	g := t.spec
-	elem := weightBytes(kv)
-	b, h, k, d := float64(batch), float64(heads), float64(kvHeads), float64(headDim)
-	flops := 4 * b * h * step * d
-	at := func(e float64) float64 {
-		return max(flops/(g.FP16TFLOPS*1e6), b*step*k*d*2*e/(g.MemBWGBps*1e3)) + t.attnLaunch
-	}
-	return at(elem) / at(2)
+	x := []float64{float64(batch), float64(heads), float64(kvHeads), step}
+	fq, _ := floorUs(t.spec, t.attnLaunch, TableGenAttn, fmt.Sprintf("%d/%s", headDim, kv), x)
+	fb, _ := floorUs(t.spec, t.attnLaunch, TableGenAttn, fmt.Sprintf("%d/%s", headDim, BF16), x)
+	return fq / fb
 }
 
 // kvScaled marks p, a BF16-cache measurement, as scaled to a kv cache.
