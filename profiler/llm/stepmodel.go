@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
@@ -111,15 +112,25 @@ func (d Deployment) WithEngine(v formats.VLLMVersion, seqs int) Deployment {
 }
 
 // overheadUs is the per-step host time the GPU waits for: the scheduler, input preparation
-// and sampling's host side. A synchronous engine (V0; V1 before async scheduling) runs
-// them between steps: stepOverheadUs. With async scheduling (vLLM 0.14 on) the scheduler
-// works one step ahead while the GPU runs, so only what cannot overlap remains:
-// Corrections.HostUs, fitted on the real-run validation set.
+// and sampling's host side. With async scheduling (vLLM 0.14 on) the scheduler works one
+// step ahead while the GPU runs, so only what cannot overlap remains: Corrections.HostUs,
+// fitted on the real-run validation set. A synchronous engine (V0; V1 before async
+// scheduling) runs all of it between steps, so it waits at least as long as the async one
+// is left waiting: the larger of that fitted part and stepOverheadUs, the estimate of the
+// whole host time set before any real run was seen (and below what the async engine alone
+// leaves exposed). What async scheduling hides beyond that is not measured here, so this
+// is a lower bound.
 func (d Deployment) overheadUs() float64 {
 	if d.Version().AsyncScheduling() {
 		return d.corrections().HostUs
 	}
-	return stepOverheadUs
+	return syncStepOverheadUs(d.corrections())
+}
+
+// syncStepOverheadUs is a synchronous engine's per-step host time under corrections c (see
+// overheadUs).
+func syncStepOverheadUs(c Corrections) float64 {
+	return math.Max(stepOverheadUs, c.HostUs)
 }
 
 // elementwiseScale is the share of the eager elementwise cost a step of tokens rows pays:
@@ -579,7 +590,7 @@ func (d Deployment) TermsNote() []string {
 	if v.AsyncScheduling() {
 		out = append(out, fmt.Sprintf("overhead: %.0f µs a step: vLLM %s schedules a step ahead of the GPU (async scheduling); what does not overlap it, %s", d.overheadUs(), v, loo))
 	} else {
-		out = append(out, fmt.Sprintf("overhead: %.0f µs a step: vLLM %s schedules between steps (synchronous); host time set before any V1 run was seen, unmeasured", d.overheadUs(), v))
+		out = append(out, fmt.Sprintf("overhead: %.0f µs a step: vLLM %s schedules between steps (synchronous), so it waits at least the host time vLLM 0.15 leaves exposed with async scheduling (%.0f µs, fitted on the real vLLM runs of bench/vllmruns); what async scheduling hides beyond it is unmeasured, so this is a lower bound", d.overheadUs(), v, d.corrections().HostUs))
 	}
 	if v.V1() {
 		c := d.corrections()

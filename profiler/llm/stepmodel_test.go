@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/profiler/gpus"
 	"github.com/plan-dev/plan/profiler/roofline"
 )
@@ -148,5 +149,48 @@ func TestEstimateAllTP(t *testing.T) {
 	}
 	if _, _, err := EstimateAll([]string{"gpt-9"}, []string{"H100"}, Options{TP: []int{1}}); err == nil || !strings.Contains(err.Error(), "unknown") {
 		t.Errorf("unknown model: %v", err)
+	}
+}
+
+// TestSyncOverheadBound: a synchronous engine (V0, V1 before async scheduling) runs all of
+// its per-step host work between steps, so it never waits less per step than the async
+// engine is left waiting (the fitted part), whatever the corrections; the async engine
+// waits exactly the fitted part; and --explain says the synchronous figure is a bound.
+func TestSyncOverheadBound(t *testing.T) {
+	g, _ := gpus.Lookup("H100")
+	m := mustLookup(t, "llama-3.1-8b")
+	d, err := NewDeployment(m, g, 1, roofline.LinkAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		version string
+		host    float64
+		want    float64
+	}{
+		{"0.6", 750, 750},
+		{"0.10", 750, 750},
+		{"0.13", 900, 900},
+		{"0.13", 100, stepOverheadUs},
+		{"0.14", 100, 100},
+		{"0.15", 750, 750},
+	} {
+		v, err := formats.ParseVLLMVersion(tc.version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := Corrections{HostUs: tc.host}
+		e := d.WithEngine(v, 0)
+		e.corr = &c
+		if got := e.overheadUs(); got != tc.want {
+			t.Errorf("vLLM %s, fitted host %.0f µs: overhead %.0f µs, want %.0f", tc.version, tc.host, got, tc.want)
+		}
+		if got := e.Decode(8, 1024).Overhead; got != tc.want {
+			t.Errorf("vLLM %s: a decode step's overhead term %.0f µs, want %.0f", tc.version, got, tc.want)
+		}
+		note := strings.Join(e.TermsNote(), "\n")
+		if bound := strings.Contains(note, "lower bound"); bound == v.AsyncScheduling() {
+			t.Errorf("vLLM %s: the note calls the overhead a lower bound: %v, want %v:\n%s", tc.version, bound, !v.AsyncScheduling(), note)
+		}
 	}
 }
