@@ -70,7 +70,7 @@ func TestEstimateMatchesReference(t *testing.T) {
 			t.Errorf("%s on %s: KV %d bytes, %d tokens × %d B: want the whole blocks of %d bytes", tc.model, tc.gpu, k.KVBytes, k.Tokens, k.BytesPerTokenPerGPU, left)
 		}
 		// Streaming the weights, plus the host overhead and the step's all-reduces.
-		stream := float64(m.WeightBytes())/float64(p.GPUCount)/(g.MemBWGBps*1e3) + syncStepOverheadUs(FittedCorrections()) + mustDeployment(m, g, p.GPUCount).Decode(1, 0).AllReduce
+		stream := float64(m.WeightBytes())/float64(p.GPUCount)/(g.MemBWGBps*1e3) + mustDeployment(m, g, p.GPUCount).overheadUs() + mustDeployment(m, g, p.GPUCount).Decode(1, 0).AllReduce
 		hi := 1.6
 		if !kerneltab.Has(tc.gpu) {
 			hi = 1.8
