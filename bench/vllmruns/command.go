@@ -37,6 +37,7 @@ type Command struct {
 	quick    bool
 	report   string
 	single   string
+	users    int
 }
 
 // reportKind is bench.json's kind.
@@ -67,9 +68,13 @@ block is the run's settings (max_num_seqs, max_num_batched_tokens, gpu_memory_ut
 block 16, chunked prefill and prefix caching on, max_model_len 4096), the KV capacity is
 the GPU blocks vLLM allocated (plan's own estimate under the same settings is shown beside
 it), and a run that offloaded KV to CPU memory replays with that tier. The workload is
-inference-perf's shared_prefix: each request one of the run's system prompts (chosen
-uniformly, --seed) plus a fresh question, prompts 30 tokens longer for the chat template,
-exactly the output tokens, at constant intervals stage by stage.
+inference-perf's shared_prefix: each request one of the run's system prompts plus a
+question, prompts 30 tokens longer for the chat template, exactly the output tokens, at
+constant intervals stage by stage. inference-perf draws its prompts once, system prompts ×
+num_users_per_system_prompt of them, and cycles through them, so a repeat finds its whole
+prompt in vLLM's prefix cache: a run that gives users_per_system_prompt (or every run, with
+--users-per-system-prompt M) replays that list (shuffled with --seed); otherwise each
+question is fresh and the system prompt is chosen uniformly (--seed).
 
 Measured ITL is (E2E mean - TTFT mean) / (output tokens - 1), recomputed from the means
 with the tokens the engine generated (the study's own column divides by a re-tokenized
@@ -98,6 +103,7 @@ func (o *Command) Flags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.only, "run", nil, "replay only these run ids (comma-separated)")
 	fs.BoolVar(&o.quick, "quick", false, "replay each stage's first 5 minutes only (scored against the whole stage's measurement)")
 	fs.StringVar(&o.report, "report", "", "write the report, JSON, to DIR/bench.json")
+	fs.IntVar(&o.users, "users-per-system-prompt", 0, "inference-perf's num_users_per_system_prompt for runs whose file does not give it: the requests cycle through that many prompts per system prompt (0: every question fresh)")
 	fs.StringVar(&o.single, "single-stream", "", `a single-stream CSV (decode ms per token of one request at a time); default: the bundled 12 H100 and L40S deployments; "off": none`)
 }
 
@@ -123,6 +129,9 @@ func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 	if o.Replay == nil {
 		return fmt.Errorf("bench vllm-runs: no replay (a bug: the CLI hands one down)")
 	}
+	if o.users < 0 || o.users > 1<<16 {
+		return bench.Usage(fmt.Errorf("--users-per-system-prompt: %d: must be in [0, %d]", o.users, 1<<16))
+	}
 	name, data := EmbeddedRuns()
 	if o.runs != "" {
 		var err error
@@ -140,6 +149,11 @@ func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 	}
 	if err := bench.PrepareReport(o.report); err != nil {
 		return err
+	}
+	for i := range runs {
+		if runs[i].UsersPerSystemPrompt == 0 {
+			runs[i].UsersPerSystemPrompt = o.users
+		}
 	}
 	if o.quick {
 		for i := range runs {

@@ -14,6 +14,11 @@ func FuzzReadRuns(f *testing.F) {
 	lines := strings.SplitAfter(string(data), "\n")
 	f.Add([]byte(strings.Join(lines[:4], "")))
 	f.Add([]byte(lines[0] + strings.Replace(lines[1], "4460.333", "NaN", 1)))
+	withUsers := strings.TrimRight(lines[0], "\n") + ",users_per_system_prompt\n"
+	for i, l := range lines[1:4] {
+		withUsers += strings.TrimRight(l, "\n") + "," + []string{"5", "", "5"}[i] + "\n"
+	}
+	f.Add([]byte(withUsers))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		runs, err := ReadRuns("r.csv", data)
 		if err != nil {
@@ -23,7 +28,7 @@ func FuzzReadRuns(f *testing.F) {
 			return
 		}
 		for _, r := range runs {
-			if len(r.Stages) == 0 || r.TP < 1 || r.OutputTokens < 1 {
+			if len(r.Stages) == 0 || r.TP < 1 || r.OutputTokens < 1 || r.UsersPerSystemPrompt < 0 {
 				t.Fatalf("run %q: %d stages, TP %d, %d output tokens", r.ID, len(r.Stages), r.TP, r.OutputTokens)
 			}
 			for _, m := range append([]Measured{r.All}, stagesMeasured(r)...) {

@@ -59,20 +59,29 @@ const (
 
 // Trace is the run's workload as inference-perf's shared_prefix generator drove it: its
 // stages back to back, arrivals at constant intervals within each (load type "constant"),
-// each request one of the system prompts chosen uniformly (seeded) plus a fresh question,
-// generating exactly its output tokens (ignore_eos).
+// generating exactly its output tokens (ignore_eos). The prompts are the run's
+// (promptCycle): with users_per_system_prompt given, inference-perf's pre-drawn prompts
+// cycled; without it, one of the system prompts chosen uniformly (seeded) plus a fresh
+// question.
 func Trace(run Run, seed uint64) *formats.Trace {
 	rng := rand.New(rand.NewPCG(seed, 0x76_6c6c_6d)) // "vllm"
 	t := &formats.Trace{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: "Trace"}}
 	t.Metadata.Name = "run-" + run.ID
 	start := 0.0
 	prompt := run.SystemPromptTokens + run.QuestionTokens + chatTemplateTokens
+	cycle := promptCycle(run, prompt, rng)
+	if cycle != nil {
+		t.HashBlockTokens = blockTokens
+	}
 	for _, s := range run.Stages {
 		n := int(s.RateRPS*s.DurationS + 0.5)
 		for i := range n {
 			at := start + float64(i)/s.RateRPS
 			r := formats.TraceRequest{TimeUs: int64(at * 1e6), InputTokens: prompt, OutputTokens: run.OutputTokens}
-			if run.SystemPromptTokens > 0 {
+			switch {
+			case cycle != nil:
+				r.HashIDs = &cycle[len(t.Requests)%len(cycle)]
+			case run.SystemPromptTokens > 0:
 				r.PrefixGroup = formats.PrefixGroup(fmt.Sprint(rng.IntN(run.SystemPrompts)))
 				r.PrefixTokens = run.SystemPromptTokens
 			}
@@ -81,6 +90,43 @@ func Trace(run Run, seed uint64) *formats.Trace {
 		start += s.DurationS
 	}
 	return t
+}
+
+// promptCycle is the prompt list inference-perf's shared_prefix generator draws once and
+// its requests cycle through (request i sends prompt i mod the list's length): for each
+// system prompt, users_per_system_prompt questions, each prompt the system prompt then its
+// question, the list shuffled once (seeded). A prompt is given as the hash ids of its
+// 16-token blocks: the blocks wholly inside its system prompt are its group's, the rest its
+// own, so a repeat of a prompt finds every full block cached, as vLLM's prefix cache does.
+// Nil when the run does not give users_per_system_prompt.
+func promptCycle(run Run, promptTokens int, rng *rand.Rand) [][]int64 {
+	m := run.UsersPerSystemPrompt
+	if m <= 0 {
+		return nil
+	}
+	blocks := (promptTokens + blockTokens - 1) / blockTokens
+	shared := run.SystemPromptTokens / blockTokens
+	var next int64
+	sys := make([][]int64, run.SystemPrompts)
+	for g := range sys {
+		for range shared {
+			sys[g] = append(sys[g], next)
+			next++
+		}
+	}
+	cycle := make([][]int64, 0, run.SystemPrompts*m)
+	for g := range run.SystemPrompts {
+		for range m {
+			ids := slices.Clone(sys[g])
+			for len(ids) < blocks {
+				ids = append(ids, next)
+				next++
+			}
+			cycle = append(cycle, ids)
+		}
+	}
+	rng.Shuffle(len(cycle), func(i, j int) { cycle[i], cycle[j] = cycle[j], cycle[i] })
+	return cycle
 }
 
 // Result is one run replayed: its measurements and plan's prediction of each, per stage and

@@ -40,11 +40,16 @@ type Run struct {
 	KVGPUBlocks int64 `json:"kv_gpu_blocks"`
 	KVCPUBlocks int64 `json:"kv_cpu_blocks"`
 	// The shared-prefix workload: SystemPrompts prompts of SystemPromptTokens, each request
-	// one of them plus a fresh question, generating exactly OutputTokens.
+	// one of them plus a question of QuestionTokens, generating exactly OutputTokens.
 	SystemPrompts      int `json:"system_prompts"`
 	SystemPromptTokens int `json:"system_prompt_tokens"`
 	QuestionTokens     int `json:"question_tokens"`
 	OutputTokens       int `json:"output_tokens"`
+	// UsersPerSystemPrompt is inference-perf's num_users_per_system_prompt (its
+	// num_prompts_per_group), from the optional column users_per_system_prompt: the
+	// generator draws that many questions per system prompt once, and the requests cycle
+	// through those prompts (Trace). 0: not given, every question fresh.
+	UsersPerSystemPrompt int `json:"users_per_system_prompt,omitempty"`
 	// Stages run back to back; All is the whole run's measurement.
 	Stages []Stage   `json:"stages"`
 	All    Measured  `json:"all_ms"`
@@ -80,6 +85,10 @@ var columns = []string{"run", "model", "gpu", "tp", "weights", "max_num_seqs", "
 	"gpu_memory_utilization", "kv_gpu_blocks", "kv_cpu_blocks", "system_prompts", "system_prompt_tokens",
 	"question_tokens", "output_tokens", "stages", "stage", "stage_rate_rps", "stage_duration_s",
 	"e2e_mean_ms", "e2e_p90_ms", "e2e_p99_ms", "ttft_mean_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_mean_ms"}
+
+// usersColumn is the runs file's one optional column (Run.UsersPerSystemPrompt); blank or
+// absent, the run's questions are fresh.
+const usersColumn = "users_per_system_prompt"
 
 // maxRunsBytes bounds a runs file: the bundled one is 6 KB; a thousand runs fit easily.
 const maxRunsBytes = 4 << 20
@@ -225,6 +234,13 @@ func readRun(r row) (Run, error) {
 			return run, err
 		}
 		*f.dst = int(v)
+	}
+	if _, ok := r.col[usersColumn]; ok && r.text(usersColumn) != "" {
+		v, err := r.whole(usersColumn, 1, 1<<16)
+		if err != nil {
+			return run, err
+		}
+		run.UsersPerSystemPrompt = int(v)
 	}
 	if run.KVGPUBlocks, err = r.whole("kv_gpu_blocks", 1, 1<<40); err != nil {
 		return run, err

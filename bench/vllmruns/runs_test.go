@@ -3,8 +3,10 @@ package vllmruns
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,6 +47,9 @@ func TestReadRunsBadInput(t *testing.T) {
 		{"stage out of order", with("stage", "1"), `r.csv: row 2: stage: "1": want stage 0`},
 		{"e2e below ttft", with("e2e_mean_ms", "1"), `r.csv: row 2: e2e_mean_ms: "1": must exceed ttft_mean_ms`},
 		{"no all row", head + "\n" + first + "\n", "r.csv: run 17: no stage=all row"},
+		{"users zero", head + ",users_per_system_prompt\n" + first + ",0\n", `r.csv: row 2: users_per_system_prompt: "0": must be in [1, 65536]`},
+		{"users fractional", head + ",users_per_system_prompt\n" + first + ",2.5\n", `r.csv: row 2: users_per_system_prompt: "2.5": must be a whole number`},
+		{"users not a number", head + ",users_per_system_prompt\n" + first + ",many\n", `r.csv: row 2: users_per_system_prompt: "many": not a finite number`},
 		{"empty", head + "\n", "r.csv: no runs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,5 +166,97 @@ func TestGroups(t *testing.T) {
 		if g := got[i]; g.Group != w.group || g.Runs != w.runs || g.Abs.E2EMean != w.e2e {
 			t.Errorf("group %d: %s, %d runs, median |E2E| %g; want %s, %d, %g", i, g.Group, g.Runs, g.Abs.E2EMean, w.group, w.runs, w.e2e)
 		}
+	}
+}
+
+// TestPromptCycle: with users_per_system_prompt, the replayed prompts are inference-perf's
+// shared_prefix list — system prompts × users prompts drawn once and cycled — so request i
+// and request i + the list's length send the same prompt, two prompts of one system prompt
+// share its whole blocks and nothing after, and every prompt is whole blocks of ids the
+// trace format accepts. Replayed, the repeats hit the prefix cache: a run's mean TTFT falls
+// below the same run's with every question fresh. Blank, the column reads as not given.
+func TestPromptCycle(t *testing.T) {
+	_, good := EmbeddedRuns()
+	lines := strings.Split(strings.TrimSpace(string(good)), "\n")
+	var b strings.Builder
+	b.WriteString(lines[0] + ",users_per_system_prompt\n")
+	for i, l := range lines[1:] {
+		v := "5"
+		if !strings.HasPrefix(l, "62,") {
+			v = ""
+		}
+		if i > 40 {
+			break
+		}
+		b.WriteString(l + "," + v + "\n")
+	}
+	runs, err := ReadRuns("r.csv", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run Run
+	for _, r := range runs {
+		switch {
+		case r.ID == "62":
+			run = r
+		case r.UsersPerSystemPrompt != 0:
+			t.Errorf("run %s: users %d from a blank cell, want 0", r.ID, r.UsersPerSystemPrompt)
+		}
+	}
+	if run.UsersPerSystemPrompt != 5 || run.SystemPrompts != 9 {
+		t.Fatalf("run 62: users %d, system prompts %d; want 5 and 9", run.UsersPerSystemPrompt, run.SystemPrompts)
+	}
+	tr := Trace(run, 1)
+	if err := tr.Validate().Err(); err != nil {
+		t.Fatal(err)
+	}
+	n := run.SystemPrompts * run.UsersPerSystemPrompt
+	shared := run.SystemPromptTokens / blockTokens
+	distinct := map[string]bool{}
+	for i, r := range tr.Requests {
+		ids := r.Hashes()
+		if want := (r.InputTokens + blockTokens - 1) / blockTokens; len(ids) != want {
+			t.Fatalf("request %d: %d ids, want %d", i, len(ids), want)
+		}
+		if i+n < len(tr.Requests) && !slices.Equal(ids, tr.Requests[i+n].Hashes()) {
+			t.Fatalf("request %d and %d: different prompts, want the list cycled", i, i+n)
+		}
+		distinct[fmt.Sprint(ids)] = true
+	}
+	if len(distinct) != n {
+		t.Fatalf("%d distinct prompts, want %d", len(distinct), n)
+	}
+	// Each system prompt heads users prompts, which share its whole blocks only.
+	bySys := map[int64][][]int64{}
+	for i := range n {
+		ids := tr.Requests[i].Hashes()
+		bySys[ids[0]] = append(bySys[ids[0]], ids)
+	}
+	if len(bySys) != run.SystemPrompts {
+		t.Fatalf("%d system prompts, want %d", len(bySys), run.SystemPrompts)
+	}
+	for _, ps := range bySys {
+		if len(ps) != run.UsersPerSystemPrompt {
+			t.Fatalf("%d prompts of one system prompt, want %d", len(ps), run.UsersPerSystemPrompt)
+		}
+		for _, p := range ps[1:] {
+			if !slices.Equal(p[:shared], ps[0][:shared]) || p[shared] == ps[0][shared] {
+				t.Fatalf("prompts %v and %v: want %d shared blocks then their own", p[:shared+1], ps[0][:shared+1], shared)
+			}
+		}
+	}
+	run.Stages = run.Stages[:1]
+	run.Stages[0].DurationS = 60
+	fresh := run
+	fresh.UsersPerSystemPrompt = 0
+	ttft := func(r Run) float64 {
+		res, err := Replay(context.Background(), r, replayer(), 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Stages[0].Predicted.TTFTMean
+	}
+	if c, f := ttft(run), ttft(fresh); !(c < f) {
+		t.Errorf("mean TTFT %.2f ms with the prompts cycled, %.2f with fresh questions: want the repeats cached", c, f)
 	}
 }
