@@ -102,7 +102,7 @@ func (o *Command) Flags(fs *pflag.FlagSet) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of each request's system prompt")
 	fs.StringSliceVar(&o.only, "run", nil, "replay only these run ids (comma-separated)")
 	fs.BoolVar(&o.quick, "quick", false, "replay each stage's first 5 minutes only (scored against the whole stage's measurement)")
-	fs.StringVar(&o.report, "report", "", "write the report, JSON, to DIR/bench.json")
+	fs.StringVar(&o.report, "report", "", "write the report, JSON, to DIR/bench.json, and what each run replays to DIR/run-ID/profile.json and trace.json (for plan simulate --llm)")
 	fs.IntVar(&o.users, "users-per-system-prompt", 0, "inference-perf's num_users_per_system_prompt for runs whose file does not give it: the requests cycle through that many prompts per system prompt (0: every question fresh)")
 	fs.StringVar(&o.single, "single-stream", "", `a single-stream CSV (decode ms per token of one request at a time); default: the bundled 12 H100 and L40S deployments; "off": none`)
 }
@@ -206,6 +206,9 @@ func (o *Command) Run(ctx context.Context, env benchapi.Env) error {
 	}
 	if o.report != "" {
 		if err := bench.WriteReport(o.report, rep); err != nil {
+			return err
+		}
+		if err := WriteInputs(o.report, runs, o.seed); err != nil {
 			return err
 		}
 	}
