@@ -69,7 +69,11 @@ func Trace(run Run, seed uint64) *formats.Trace {
 	t.Metadata.Name = "run-" + run.ID
 	start := 0.0
 	prompt := run.SystemPromptTokens + run.QuestionTokens + chatTemplateTokens
-	cycle := promptCycle(run, prompt, rng)
+	requests := 0
+	for _, s := range run.Stages {
+		requests += int(s.RateRPS*s.DurationS + 0.5)
+	}
+	cycle := promptCycle(run, prompt, requests, rng)
 	if cycle != nil {
 		t.HashBlockTokens = blockTokens
 	}
@@ -98,34 +102,56 @@ func Trace(run Run, seed uint64) *formats.Trace {
 // question, the list shuffled once (seeded). A prompt is given as the hash ids of its
 // 16-token blocks: the blocks wholly inside its system prompt are its group's, the rest its
 // own, so a repeat of a prompt finds every full block cached, as vLLM's prefix cache does.
-// Nil when the run does not give users_per_system_prompt.
-func promptCycle(run Run, promptTokens int, rng *rand.Rand) [][]int64 {
+// A list longer than the run's requests is never sent whole: only its first requests
+// prompts are drawn, without building the rest (a partial Fisher–Yates shuffle over a
+// sparse map), so its length costs no memory. Nil when the run does not give
+// users_per_system_prompt.
+func promptCycle(run Run, promptTokens, requests int, rng *rand.Rand) [][]int64 {
 	m := run.UsersPerSystemPrompt
 	if m <= 0 {
 		return nil
 	}
 	blocks := (promptTokens + blockTokens - 1) / blockTokens
-	shared := run.SystemPromptTokens / blockTokens
-	var next int64
-	sys := make([][]int64, run.SystemPrompts)
-	for g := range sys {
-		for range shared {
-			sys[g] = append(sys[g], next)
-			next++
+	shared := min(run.SystemPromptTokens/blockTokens, blocks)
+	n := run.SystemPrompts * m
+	// prompt k (system prompt k / m): its system prompt's whole blocks, then its own.
+	prompt := func(k int) []int64 {
+		ids := make([]int64, blocks)
+		for b := range shared {
+			ids[b] = int64(k/m*shared + b)
 		}
-	}
-	cycle := make([][]int64, 0, run.SystemPrompts*m)
-	for g := range run.SystemPrompts {
-		for range m {
-			ids := slices.Clone(sys[g])
-			for len(ids) < blocks {
-				ids = append(ids, next)
-				next++
-			}
-			cycle = append(cycle, ids)
+		own := int64(n*shared) + int64(k)*int64(blocks-shared)
+		for b := shared; b < blocks; b++ {
+			ids[b] = own + int64(b-shared)
 		}
+		return ids
 	}
-	rng.Shuffle(len(cycle), func(i, j int) { cycle[i], cycle[j] = cycle[j], cycle[i] })
+	if n <= requests {
+		order := make([]int, n)
+		for i := range order {
+			order[i] = i
+		}
+		rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
+		cycle := make([][]int64, n)
+		for i, k := range order {
+			cycle[i] = prompt(k)
+		}
+		return cycle
+	}
+	swapped := map[int]int{}
+	at := func(i int) int {
+		if v, ok := swapped[i]; ok {
+			return v
+		}
+		return i
+	}
+	cycle := make([][]int64, requests)
+	for i := range requests {
+		j := i + rng.IntN(n-i)
+		vi, vj := at(i), at(j)
+		swapped[i], swapped[j] = vj, vi
+		cycle[i] = prompt(vj)
+	}
 	return cycle
 }
 

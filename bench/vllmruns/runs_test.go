@@ -245,6 +245,27 @@ func TestPromptCycle(t *testing.T) {
 			}
 		}
 	}
+	// A list longer than the run's requests: every request a prompt of its own, drawn
+	// without building the list, its system prompt's blocks still shared.
+	long := run
+	long.UsersPerSystemPrompt = 1 << 16
+	lt := Trace(long, 1)
+	if err := lt.Validate().Err(); err != nil {
+		t.Fatal(err)
+	}
+	seen, groups := map[int64]bool{}, map[int64]bool{}
+	for i, r := range lt.Requests {
+		ids := r.Hashes()
+		if own := ids[shared]; seen[own] {
+			t.Fatalf("request %d repeats a prompt of a %d-prompt list over %d requests", i, run.SystemPrompts<<16, len(lt.Requests))
+		} else {
+			seen[own] = true
+		}
+		groups[ids[0]] = true
+	}
+	if len(groups) != run.SystemPrompts {
+		t.Fatalf("%d system prompts among the long list's requests, want %d", len(groups), run.SystemPrompts)
+	}
 	run.Stages = run.Stages[:1]
 	run.Stages[0].DurationS = 60
 	fresh := run
@@ -256,7 +277,9 @@ func TestPromptCycle(t *testing.T) {
 		}
 		return res.Stages[0].Predicted.TTFTMean
 	}
-	if c, f := ttft(run), ttft(fresh); !(c < f) {
+	c, f := ttft(run), ttft(fresh)
+	t.Logf("mean TTFT cycled %.2f ms, fresh %.2f ms", c, f)
+	if !(c < f) {
 		t.Errorf("mean TTFT %.2f ms with the prompts cycled, %.2f with fresh questions: want the repeats cached", c, f)
 	}
 }
