@@ -458,6 +458,15 @@ func printReport(env benchapi.Env, rep Report) {
 		{"signed", e(m.Signed.E2EMean), e(m.Signed.E2EP90), e(m.Signed.E2EP99), e(m.Signed.TTFTMean), e(m.Signed.TTFTP90), e(m.Signed.TTFTP99), e(m.Signed.ITLMean)},
 	})
 	fmt.Fprintf(env.Out, "worst |error| on E2E mean: %.1f%% (run %s)\n", m.WorstE2, m.WorstRun)
+	var cycled []string
+	for _, r := range rep.Runs {
+		if r.UsersPerSystemPrompt > 0 {
+			cycled = append(cycled, fmt.Sprintf("%s (%d)", r.Run, r.UsersPerSystemPrompt))
+		}
+	}
+	if len(cycled) > 0 {
+		fmt.Fprintf(env.Out, "prompts: inference-perf's drawn list cycled (users per system prompt) for %s; every other run's questions fresh\n", strings.Join(cycled, ", "))
+	}
 	if len(rep.Groups) > 0 {
 		var gr [][]string
 		for _, g := range rep.Groups {

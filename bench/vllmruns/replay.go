@@ -173,6 +173,9 @@ type Result struct {
 	KVEstimateErrorPct float64 `json:"kv_estimate_error_pct"`
 	// Preempted counts replayed requests that were preempted at least once.
 	Preempted int `json:"preempted,omitempty"`
+	// UsersPerSystemPrompt is the prompt list the replay cycled (Run.UsersPerSystemPrompt;
+	// 0: every question fresh).
+	UsersPerSystemPrompt int `json:"users_per_system_prompt,omitempty"`
 	// Utilisation is how close the replay ran to the deployment's saturation
 	// (llm.Utilisation): the regime the expected-error bands key on.
 	Utilisation float64 `json:"utilisation"`
@@ -201,7 +204,8 @@ func Replay(ctx context.Context, run Run, replay Replayer, seed uint64, corr *ll
 	if err != nil {
 		return Result{}, fmt.Errorf("run %s: %v", run.ID, err)
 	}
-	res := Result{Run: run.ID, Deployment: run.Label(), Group: GroupOf(run), MoE: run.MoE(), KVTokens: prof.KVCapacityTokens, KVEstimateTokens: est}
+	res := Result{Run: run.ID, Deployment: run.Label(), Group: GroupOf(run), MoE: run.MoE(), KVTokens: prof.KVCapacityTokens, KVEstimateTokens: est,
+		UsersPerSystemPrompt: run.UsersPerSystemPrompt}
 	res.KVEstimateErrorPct = pct(float64(est), float64(prof.KVCapacityTokens))
 	// Records by stage of arrival.
 	bounds := make([]int64, len(run.Stages))

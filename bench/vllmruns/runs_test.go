@@ -275,6 +275,9 @@ func TestPromptCycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if res.UsersPerSystemPrompt != r.UsersPerSystemPrompt {
+			t.Errorf("result says %d users per system prompt, replayed %d", res.UsersPerSystemPrompt, r.UsersPerSystemPrompt)
+		}
 		return res.Stages[0].Predicted.TTFTMean
 	}
 	c, f := ttft(run), ttft(fresh)
