@@ -19,7 +19,9 @@ type Inputs struct {
 	Refs     []formats.InputRef
 }
 
-// Defaults of the common solve settings (`plan solve --time-limit`, `--gap`).
+// Defaults of the common solve settings (`plan solve --time-limit`, `--gap`). A planner may
+// keep a tighter gap of its own (PPipe's: its published plans were solved to 1e-4); `plan
+// solve` without --gap passes Settings.Gap 0, the planner's own.
 const (
 	DefaultTimeLimit = 60 * time.Second
 	DefaultGap       = 0.001

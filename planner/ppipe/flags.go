@@ -18,7 +18,7 @@ type Flags struct {
 	Alpha float64 `json:"alpha" flag:"alpha" help:"SLO margin α: plan with T' = SLO − round(α·SLO)"`
 	// SLO, when set, overrides every model's SLO.
 	SLO formats.Duration `json:"slo,omitempty"`
-	// TimeLimit bounds the solve (default 60s); Gap is the MIP gap (default 0.001).
+	// TimeLimit bounds the solve (default 60s); Gap is the MIP gap (default DefaultGap, 1e-4).
 	TimeLimit formats.Duration `json:"time_limit"`
 	Gap       float64          `json:"gap"`
 	// Rounding: pipeline (default) or stage.

@@ -55,7 +55,7 @@ type Args struct {
 	Strategy string
 	// TimeLimit is --time-limit (default planner.DefaultTimeLimit).
 	TimeLimit time.Duration
-	// Gap is --gap, the relative MIP gap (default planner.DefaultGap).
+	// Gap is --gap, the relative MIP gap (0: the planner's own default, planner.Settings).
 	Gap float64
 	// GapSet says --gap was given (then 0 is refused).
 	GapSet bool

@@ -113,7 +113,7 @@ that coefficient of variation (1 is Poisson; vllm bench serve's --burstiness B i
 	f.DurationVar(&o.slo, "slo", 0, "SLO for every model, overriding the workload (default: 5 × batch-1 L4 latency)")
 	f.StringVar(&o.strategy, "strategy", "", "the planner's algorithm or baseline (default: the system's own; PPipe: ppipe, np, dart-r)")
 	f.DurationVar(&o.timeLimit, "time-limit", planner.DefaultTimeLimit, "the whole command's time limit (solve, prediction, writing): on expiry the best plan so far is written once its prediction has checked it; one the limit leaves unchecked is not (exit 1)")
-	f.Float64Var(&o.gap, "gap", planner.DefaultGap, "relative MIP gap at which to stop (0.001 = 0.1%)")
+	f.Float64Var(&o.gap, "gap", 0, "relative MIP gap at which to stop (0.001 = 0.1%; default: the planner's own, 0.0001 for PPipe, whose published plans were solved to Gurobi's default MIPGap, 0.001 for the others)")
 	f.StringVarP(&o.out, "out", "o", "plan.json", "where to write the plan")
 	addObjectiveFlag(f, &o.objective)
 	addSpotFlag(f, &o.spot, "with --objective cost: ")

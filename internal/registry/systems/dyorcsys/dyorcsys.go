@@ -5,6 +5,7 @@
 package dyorcsys
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -127,7 +128,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	if s.Strategy != "" && s.Strategy != "dyorc" {
 		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--strategy: %q: dyorc plans have one strategy, dyorc", s.Strategy)}}
 	}
-	opts := dyorc.Options{TimeLimit: s.TimeLimit, Gap: s.Gap,
+	opts := dyorc.Options{TimeLimit: s.TimeLimit, Gap: cmp.Or(s.Gap, planner.DefaultGap),
 		Deterministic: s.Deterministic, Policy: o.f.Policy, ToolVersion: s.ToolVersion, Progress: s.Progress, Sim: o.sim}
 	if s.Objective == planner.ObjectiveCost {
 		return dyorc.SolveCost(ctx, in.Workload, in.Cluster, in.Refs, opts)

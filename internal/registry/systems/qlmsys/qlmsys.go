@@ -5,6 +5,7 @@
 package qlmsys
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -142,7 +143,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	var plan *formats.Plan
 	var err error
 	if s.Objective == planner.ObjectiveCost {
-		plan, err = pq.SolveCost(ctx, in, pq.Options{Flags: pq.Flags{SLO: formats.Duration(s.SLO)}, ToolVersion: s.ToolVersion, Sim: o.sim}, s.TimeLimit, s.Gap)
+		plan, err = pq.SolveCost(ctx, in, pq.Options{Flags: pq.Flags{SLO: formats.Duration(s.SLO)}, ToolVersion: s.ToolVersion, Sim: o.sim}, s.TimeLimit, cmp.Or(s.Gap, planner.DefaultGap))
 		if err == nil && s.Deterministic {
 			plan.Provenance.SolveMs = 0
 		}
