@@ -162,6 +162,12 @@ type Options struct {
 	// answer "nothing beats it"): the row alone gives HiGHS no objective limit until it
 	// finds a solution of its own.
 	Cutoff *float64
+	// NoPresolve runs HiGHS without its presolve (presolve=off). For an LP whose presolve
+	// removes little, the simplex on the model as written is the faster solve, and the
+	// time limit holds: HiGHS reads its clock (and so its time limit and a cancelled
+	// context) between presolve passes only, and one pass over a large model can run for
+	// seconds.
+	NoPresolve bool
 }
 
 // Progress is a snapshot of a running MIP solve.

@@ -195,7 +195,7 @@ func (s *session) setOptions(mode runMode) error {
 			return err
 		}
 	}
-	if mode.presolveOff {
+	if mode.presolveOff || s.opts.NoPresolve {
 		if err := in.SetStringOption(ctx, "presolve", "off"); err != nil {
 			return err
 		}

@@ -520,6 +520,35 @@ func TestNoHeuristics(t *testing.T) {
 	}
 }
 
+// TestNoPresolve: without presolve every known case (LPs and MIPs) still ends with its
+// status and optimum, and HiGHS's log shows that presolve did not run (with it on, the
+// log of every model with rows and columns says it did).
+func TestNoPresolve(t *testing.T) {
+	needBackend(t)
+	for _, tc := range knownCases() {
+		for _, off := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/off=%v", tc.name, off), func(t *testing.T) {
+				var log strings.Builder
+				m := tc.build()
+				res, err := Solve(context.Background(), m, Options{NoPresolve: off, Log: &log, Race: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status != tc.status {
+					t.Fatalf("status = %v, want %v", res.Status, tc.status)
+				}
+				if !math.IsInf(tc.obj, 0) && math.Abs(res.Objective-tc.obj) > 1e-6 {
+					t.Errorf("objective = %v, want %v", res.Objective, tc.obj)
+				}
+				// HiGHS presolves a model with rows and columns only.
+				if ran := strings.Contains(log.String(), "Presolving model"); ran == off && (off || m.NumRows() > 0 && m.NumVars() > 0) {
+					t.Errorf("presolve ran: %v with NoPresolve %v; log:\n%s", ran, off, log.String())
+				}
+			})
+		}
+	}
+}
+
 // TestCutoff: a cut-off below the optimum (in the model's sense) keeps the optimum; one
 // beyond it leaves no solution; both senses, raced or not.
 func TestCutoff(t *testing.T) {

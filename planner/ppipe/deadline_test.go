@@ -2,6 +2,8 @@ package ppipe
 
 import (
 	"context"
+	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,4 +131,62 @@ func TestLateSolveKeepsItsPlan(t *testing.T) {
 	if pl.Provenance.Status != "time-limit" {
 		t.Errorf("status %q, want time-limit", pl.Provenance.Status)
 	}
+}
+
+// TestCallsWithoutPresolve: every solver call of a solve (its LP relaxations and its MILPs)
+// runs without HiGHS's presolve, whose passes read no clock (a time limit and a cancelled
+// context land only between them). Each call's part of the HiGHS log is told apart by the
+// call hook, which runs before the call.
+func TestCallsWithoutPresolve(t *testing.T) {
+	var mu sync.Mutex
+	var log strings.Builder
+	var phases []string
+	var starts []int
+	o := Options{Strategy: StrategyPPipe, Alpha: DefaultAlpha, MaxPartitions: 2, TimeLimit: time.Minute, Deterministic: true}
+	o = o.withHooks(solveHooks{
+		log: lockedWriter{mu: &mu, w: &log},
+		call: func(phase string, _ time.Duration, _ time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			phases, starts = append(phases, phase), append(starts, log.Len())
+		},
+	})
+	_, err := Solve(context.Background(), benchCases[0].inputs(), o)
+	skipWithoutSolver(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := log.String()
+	relaxations, milps := 0, 0
+	for i, phase := range phases {
+		end := len(all)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		part := all[starts[i]:end]
+		if strings.Contains(part, "Presolving model") {
+			t.Errorf("call %d (%s) ran presolve", i, phase)
+		}
+		switch {
+		case strings.Contains(part, "Solving LP without presolve"):
+			relaxations++
+		case strings.Contains(part, "MIP"):
+			milps++
+		}
+	}
+	if relaxations == 0 || milps == 0 {
+		t.Fatalf("phases %v: %d LP relaxations and %d MILPs logged; want both", phases, relaxations, milps)
+	}
+}
+
+// lockedWriter serialises writes to w (a raced MILP's racers log from their goroutines).
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

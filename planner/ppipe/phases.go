@@ -21,9 +21,8 @@ type incumbent struct {
 	bound float64
 }
 
-// ppipe solves the pooled-pipeline MILP. HiGHS's MIP presolve is the slowest part in
-// WebAssembly and our LP relaxation is tight (throughput flows along contiguous chains), so
-// the LP guides the search:
+// ppipe solves the pooled-pipeline MILP. Our LP relaxation is tight (throughput flows
+// along contiguous chains) and solves far faster than the MILP, so the LP guides the search:
 //  1. NP plan (warm start); on a large space, a plan from its coarse grid of cuts (coarse);
 //     the LP relaxation of the full model (a valid global bound);
 //  2. the MILP restricted to the templates the LP uses, at the batches it uses them with
@@ -55,8 +54,8 @@ func (s *session) ppipe() (solved, error) {
 	late := func() bool { return inc.best != nil && time.Until(s.deadline) < minCall }
 	// fullLate: a phase on the full model (the continuous-count relaxation, the cut-off or
 	// the full MILP) started with less time left than the full LP relaxation took could not
-	// even solve its root, and its model building and presolve (seconds on a 100-thousand-
-	// column model) run past the limit: with a plan in hand, it is not started.
+	// even solve its root, and its model building (up to a CPU-second on a 100-thousand-
+	// column model) runs past the limit: with a plan in hand, it is not started.
 	var lpTook time.Duration
 	fullLate := func() bool { return late() || inc.best != nil && time.Until(s.deadline) < lpTook }
 	// A large space (coarse.go) first gets a plan from its coarse grid of cuts: under a short
@@ -264,7 +263,7 @@ func proofRace() int {
 // than the incumbent by more than the gap (objective ≥ t = incumbent·(1+gap)). What keeps
 // the full MILP from proving the gap is its bound, which must fall from the LP's to within
 // the gap of a plan usually found in the first seconds; with the cut-off as a constraint,
-// presolve and propagation shrink every model's options to those that could beat t, and
+// propagation shrinks every model's options to those that could beat t, and
 // every node whose bound is below t is infeasible rather than merely unpromising (HiGHS
 // prunes against the incumbent itself, not against the gap above it). Infeasible proves the
 // incumbent within the gap; a solution found is a better plan; on the time limit, the

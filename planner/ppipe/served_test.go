@@ -35,7 +35,7 @@ func TestStateServed(t *testing.T) {
 		want      []float64 // per model; NaN: the pipelines' capacity
 		unserved  []string
 	}{
-		{name: "as recorded", sustained: []float64{math.NaN(), math.NaN()}, want: []float64{49.5297, 83.8206}},
+		{name: "as recorded", sustained: []float64{math.NaN(), math.NaN()}, want: []float64{53.3361, 83.8206}},
 		{name: "capped by capacity", sustained: []float64{1e6, 10}, want: []float64{math.NaN(), 10}},
 		{name: "serves nothing", sustained: []float64{0, math.NaN()}, want: []float64{0, 83.8206}, unserved: []string{"m0"}},
 		{name: "no prediction", noPred: true, want: []float64{math.NaN(), math.NaN()}},

@@ -284,8 +284,8 @@ func (s *session) solve(b *built, c solveCall) (*solver.Result, error) {
 	if c.limit > 0 && c.limit < remaining {
 		remaining = c.limit
 	}
-	// HiGHS reads its time limit between steps of its own (a simplex pass, a presolve
-	// round, a node), so a call runs past it by up to a step: ask for the limit less that
+	// HiGHS reads its time limit between steps of its own (a simplex pass, a node; a
+	// presolve round, which these calls skip), so a call runs past it by up to a step: ask for the limit less that
 	// overrun, and stop the call outright a little after it (the phases keep the incumbent
 	// of the phases before, as on a time limit without a solution).
 	over := overrun(s.end.Sub(s.began))
@@ -301,7 +301,20 @@ func (s *session) solve(b *built, c solveCall) (*solver.Result, error) {
 	if c.gap > 0 {
 		gap = c.gap
 	}
-	o := solver.Options{TimeLimit: remaining, RelGap: gap, Start: c.start, Log: s.hooks.log, Deterministic: s.p.opts.Deterministic, Race: c.race, NoHeuristics: c.proof, Cutoff: c.cutoff}
+	// Every call runs without HiGHS's presolve. On this formulation it removes a few % of
+	// the rows and columns (the aggregator and doubleton equations), costs more than it
+	// saves, and reads no clock while it runs, so a call overran its time limit by seconds:
+	// a relaxation with a 0.25 s limit ran 2.9 s in WebAssembly, a cut-off phase with a
+	// 0.68 s limit 2.3 s natively, neither stopped nor seeing its context cancelled before
+	// presolve ended. Without it (native HiGHS, bench/results/solver.md): 18 LP relaxations
+	// of 8 KiB to 26 MiB solved 1.3–6× faster; a 12k-column MILP of authors-41-705 reached
+	// its optimum in 4.3 s instead of 13.7 s; the real-shaped corpus at 2 s wrote 93 better
+	// plans and 4 worse of 489 written both ways; the authors' set-up at 60 s, 23 of 25 the
+	// same, one better (authors-41-708 +0.18%) and one worse (authors-41-722 −1.0%: the batch
+	// allowance's first pass, whose NP plan is one of several optima that differ in a
+	// non-bottleneck model's throughput, the λ̂ it estimates).
+	o := solver.Options{TimeLimit: remaining, RelGap: gap, Start: c.start, Log: s.hooks.log, Deterministic: s.p.opts.Deterministic, Race: c.race, NoHeuristics: c.proof, Cutoff: c.cutoff,
+		NoPresolve: true}
 	if f := s.p.opts.Progress; f != nil {
 		o.Progress = func(pr solver.Progress) {
 			f(Progress{Phase: c.phase, Elapsed: time.Since(s.began), Nodes: s.nodes + pr.Nodes, Incumbent: pr.Incumbent,
