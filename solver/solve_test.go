@@ -25,6 +25,21 @@ type knownCase struct {
 	values []float64 // checked when non-nil
 }
 
+// check fails t unless a solve of the case returned its status and, where it has one, its
+// optimum.
+func (tc knownCase) check(t *testing.T, res *Result, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != tc.status {
+		t.Fatalf("status = %v, want %v", res.Status, tc.status)
+	}
+	if !math.IsInf(tc.obj, 0) && math.Abs(res.Objective-tc.obj) > 1e-6 {
+		t.Errorf("objective = %v, want %v", res.Objective, tc.obj)
+	}
+}
+
 func TestSolveKnown(t *testing.T) {
 	needBackend(t)
 	for _, tc := range knownCases() {
@@ -506,15 +521,7 @@ func TestNoHeuristics(t *testing.T) {
 		for _, race := range []int{1, 2} {
 			t.Run(fmt.Sprintf("%s/race=%d", tc.name, race), func(t *testing.T) {
 				res, err := Solve(context.Background(), tc.build(), Options{NoHeuristics: true, Race: race})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.Status != tc.status {
-					t.Fatalf("status = %v, want %v", res.Status, tc.status)
-				}
-				if !math.IsInf(tc.obj, 0) && math.Abs(res.Objective-tc.obj) > 1e-6 {
-					t.Errorf("objective = %v, want %v", res.Objective, tc.obj)
-				}
+				tc.check(t, res, err)
 			})
 		}
 	}
@@ -531,15 +538,7 @@ func TestNoPresolve(t *testing.T) {
 				var log strings.Builder
 				m := tc.build()
 				res, err := Solve(context.Background(), m, Options{NoPresolve: off, Log: &log, Race: 1})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.Status != tc.status {
-					t.Fatalf("status = %v, want %v", res.Status, tc.status)
-				}
-				if !math.IsInf(tc.obj, 0) && math.Abs(res.Objective-tc.obj) > 1e-6 {
-					t.Errorf("objective = %v, want %v", res.Objective, tc.obj)
-				}
+				tc.check(t, res, err)
 				// HiGHS presolves a model with rows and columns only.
 				if ran := strings.Contains(log.String(), "Presolving model"); ran == off && (off || m.NumRows() > 0 && m.NumVars() > 0) {
 					t.Errorf("presolve ran: %v with NoPresolve %v; log:\n%s", ran, off, log.String())

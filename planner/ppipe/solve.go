@@ -285,9 +285,10 @@ func (s *session) solve(b *built, c solveCall) (*solver.Result, error) {
 		remaining = c.limit
 	}
 	// HiGHS reads its time limit between steps of its own (a simplex pass, a node; a
-	// presolve round, which these calls skip), so a call runs past it by up to a step: ask for the limit less that
-	// overrun, and stop the call outright a little after it (the phases keep the incumbent
-	// of the phases before, as on a time limit without a solution).
+	// presolve round, which these calls skip), so a call runs past it by up to a step: ask
+	// for the limit less that overrun, and stop the call outright a little after it (the
+	// phases keep the incumbent of the phases before, as on a time limit without a
+	// solution).
 	over := overrun(s.end.Sub(s.began))
 	hard := now.Add(remaining + over)
 	remaining -= over
