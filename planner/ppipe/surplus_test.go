@@ -13,14 +13,14 @@ import (
 	"github.com/plan-dev/plan/planner"
 )
 
-// surplusCase is a 3-model group on 7 L4 + 17 P4 whose max-min MILP leaves a GPU idle that a
-// model can still use (solves in about a second). Which GPUs a max-min optimum leaves idle is
-// a tie the solver breaks either way (using them does not raise the minimum), so this is a
-// generated group, of 24 tried, where today's solve leaves a usable one; TestFillSurplus says
-// when it no longer does.
+// surplusCase is a 3-model group on 5 L4 + 19 P4 whose max-min MILP, proven optimal in under
+// a second, leaves GPUs idle that a model can still use. Which GPUs a max-min optimum leaves
+// idle is a tie the solver breaks either way (using them does not raise the minimum), so
+// this is a generated group, of 120 tried, where today's solve leaves usable ones;
+// TestFillSurplus says when it no longer does.
 func surplusCase() Inputs {
 	gp := []gpuSpec{specL4, specP4}
-	return Inputs{Profiles: []*formats.Profile{genProfile(9, 3, 6, gp, 4)}, Cluster: genCluster(gp, []int{7, 17}, 30)}
+	return Inputs{Profiles: []*formats.Profile{genProfile(19, 3, 6, gp, 4)}, Cluster: genCluster(gp, []int{5, 19}, 30)}
 }
 
 func usedGPUs(pl *formats.Plan) (used, total float64) {
