@@ -113,6 +113,10 @@ func (m *Model) AddRow(name string, lb, ub float64, terms ...Term) int {
 // SetVarBounds changes v's bounds (e.g. to fix it before a re-solve).
 func (m *Model) SetVarBounds(v Var, lb, ub float64) { m.cols[v].lb, m.cols[v].ub = lb, ub }
 
+// SetVarObj changes v's objective coefficient (e.g. to re-solve a model for another
+// objective over the same constraints).
+func (m *Model) SetVarObj(v Var, c float64) { m.cols[v].obj = c }
+
 // SetObjOffset sets the constant added to the objective.
 func (m *Model) SetObjOffset(c float64) { m.offset = c }
 

@@ -78,7 +78,7 @@ type Options struct {
 	Gap float64
 	// BatchAllowance adds β = ρ·(b−1)/λ̂ to the head stage's latency. λ̂ is ArrivalRate when
 	// set, else the model's workload rate_rps when given, else the throughput of a first NP
-	// pass without β.
+	// pass without β (the most the model carries in any NP optimum: lambda.go).
 	BatchAllowance bool
 	// ArrivalRate is λ̂ in requests/s for every model's batch-formation allowance (0 = the
 	// workload's rate_rps, else the NP estimate). Recorded as provenance option arrival_rate.

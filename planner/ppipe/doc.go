@@ -30,8 +30,10 @@
 // pipelines or open a one-stage whole-model pipeline, the most capacity per GPU first), until
 // no step fits; target_rps keeps the MILP's guaranteed rate.
 //
-// Batch filling (formation.go, Options.BatchAllowance): where λ̂ of β = ρ·(b−1)/λ̂ is an
-// estimate (NP's, or --arrival-rate) and the plan gives a model less, a batch that its own
+// Batch filling (formation.go, Options.BatchAllowance): without a workload rate, λ̂ of
+// β = ρ·(b−1)/λ̂ is the NP first pass's estimate, each model's most throughput over the NP
+// optima (lambda.go: not one optimum's tie-break). Where λ̂ is an estimate (that, or
+// --arrival-rate) and the plan gives a model less, a batch that its own
 // arrivals cannot fill within the SLO (C + Y + (b−1)/x > T) sends λ̂ down to x and the
 // solve runs again, so a written batch fills at the plan's own rate.
 //

@@ -2,6 +2,7 @@ package ppipe
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -74,4 +75,66 @@ func batchingInputs(t *testing.T) Inputs {
 		t.Fatal(err)
 	}
 	return Inputs{Profiles: []*formats.Profile{prof}, Cluster: cl, Workload: wl}
+}
+
+// TestNPRatesTieFree: λ̂ of the batch allowance does not depend on which NP optimum the first
+// pass happened to find. On small cases whose NP optima differ in a non-bottleneck model's
+// throughput, npRates started from each model's own maximal NP plan gives every model its
+// maximum over the NP optima, never less than the plan it started from.
+func TestNPRatesTieFree(t *testing.T) {
+	t.Parallel()
+	gp := []gpuSpec{specL4, specP4}
+	ties := 0
+	for _, seed := range []uint64{2, 3, 5} {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			in := Inputs{Profiles: []*formats.Profile{genProfile(seed, 3, 6, gp, 4)}, Cluster: genCluster(gp, []int{4, 12}, 30)}
+			p, err := prepare(in, Options{Alpha: DefaultAlpha, BatchAllowance: true, Deterministic: true, Gap: 1e-9, TimeLimit: 5 * time.Minute}.withDefaults())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := testSession(p)
+			est, err := s.np()
+			skipWithoutSolver(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := len(p.models)
+			starts := []solved{est}
+			best := make([]float64, n)
+			for mi := range n {
+				sol, ok := s.npMax(est, mi, time.Minute)
+				if !ok {
+					t.Fatalf("model %d: no NP plan keeps z = %g", mi, est.st.objective)
+				}
+				if z := p.objective(sol.pipes); z < est.st.objective*(1-1e-6) {
+					t.Fatalf("model %d's maximal NP plan has z = %g, below the first pass's %g", mi, z, est.st.objective)
+				}
+				best[mi] = modelThroughput(sol.pipes, n)[mi]
+				starts = append(starts, sol)
+			}
+			for mi := range n {
+				lo := math.Inf(1)
+				for _, st := range starts {
+					lo = min(lo, modelThroughput(st.pipes, n)[mi])
+				}
+				if lo < best[mi]*(1-1e-6) {
+					ties++
+				}
+			}
+			for si, st := range starts {
+				lam := s.npRates(st, time.Minute)
+				thr := modelThroughput(st.pipes, n)
+				for mi := range n {
+					if math.Abs(lam[mi]-best[mi]) > 1e-6*best[mi] || lam[mi] < thr[mi]*(1-1e-9) {
+						t.Errorf("start %d, model %d: λ̂ = %g req/s, want its NP maximum %g (the start carries %g)", si, mi, lam[mi], best[mi], thr[mi])
+					}
+				}
+			}
+		})
+	}
+	t.Cleanup(func() {
+		if ties == 0 && !t.Failed() && !t.Skipped() {
+			t.Error("no case's NP optima differ in any model's throughput: the test exercises nothing")
+		}
+	})
 }

@@ -57,12 +57,13 @@ func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) 
 			default:
 				refine[mi] = true
 				if thr == nil {
+					t0 := time.Now()
 					est, err := s.np()
 					if err != nil && !errors.Is(err, planner.ErrInfeasible) {
 						return nil, err
 					}
 					s.reserveFor(est.st.objective) // the first plan found sizes the caller's reserve
-					thr = modelThroughput(est.pipes, len(p.models))
+					thr = s.npRates(est, time.Since(t0))
 				}
 				md.lambda = thr[mi] / 1e6
 			}
@@ -183,6 +184,8 @@ type solveHooks struct {
 type solved struct {
 	pipes []pipe
 	st    stats
+	// npAssign is the NP MILP's own solution (npWith only): npRates' MIP start.
+	npAssign assignment
 }
 
 // stats is what the provenance reports about the solve.
@@ -368,13 +371,14 @@ func (s *session) npWith(reserve bool) (solved, error) {
 	if err != nil {
 		return solved{}, err
 	}
-	pipes := s.p.pipes(spaces, b.decode(res.Values), 1)
+	a := b.decode(res.Values)
+	pipes := s.p.pipes(spaces, a, 1)
 	st := stats{status: statusOf(res), objective: res.Objective, bound: res.Bound, gap: res.Gap}
 	countOptions(&st, spaces)
 	if err := s.p.emptyModels(pipes); err != nil {
 		return solved{st: st}, err
 	}
-	return solved{pipes: pipes, st: st}, nil
+	return solved{pipes: pipes, st: st, npAssign: a}, nil
 }
 
 // capacityEstimate is what the plan could carry at most, for sizing the caller's reserve
