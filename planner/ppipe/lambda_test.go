@@ -1,10 +1,12 @@
 package ppipe
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/plan-dev/plan/formats/sections/intree"
 
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
+	"github.com/plan-dev/plan/solver"
 )
 
 // TestBatchAllowanceEstimate: λ̂ of the batch-formation allowance β = ρ·(b−1)/λ̂ is each
@@ -137,4 +140,69 @@ func TestNPRatesTieFree(t *testing.T) {
 			t.Error("no case's NP optima differ in any model's throughput: the test exercises nothing")
 		}
 	})
+}
+
+// TestBetaPassStart: the NP plan of the batch allowance's first pass (without β) is every
+// β pass's MIP start, each pipeline on its GPUs at the option that carries the most there,
+// a smaller batch where β no longer lets its own fill within the SLO: the start satisfies
+// every row and bound of the β pass's model (HiGHS drops an infeasible start), gives every
+// model a pipeline (z > 0), and HiGHS takes it.
+func TestBetaPassStart(t *testing.T) {
+	t.Parallel()
+	gp := []gpuSpec{specL4, specP4}
+	in := Inputs{Profiles: []*formats.Profile{genProfile(2, 3, 6, gp, 4)}, Cluster: genCluster(gp, []int{4, 12}, 30)}
+	p, err := prepare(in, Options{Alpha: DefaultAlpha, BatchAllowance: true, Deterministic: true, TimeLimit: time.Minute}.withDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testSession(p)
+	est, err := s.np()
+	skipWithoutSolver(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// λ̂ at a tenth of the first pass's rates: β grows tenfold, past some batches' slack.
+	thr := modelThroughput(est.pipes, len(p.models))
+	for mi, md := range p.models {
+		md.lambda, md.betaOn = thr[mi]/10/1e6, true
+	}
+	cfg := spaceConfig{P: 1, wholeOnly: true}
+	spaces, err := s.spaces(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := p.build(spaces, cfg)
+	if dropped := len(est.pipes) - len(p.pipes(spaces, b.assignFrom(est.pipes), 1)); dropped == 0 {
+		t.Fatal("every first-pass pipeline keeps its batch under β: the case does not test the refit")
+	}
+	a := b.assignRefit(est.pipes)
+	if z := p.objective(p.pipes(spaces, a, 1)); !(z > 0) {
+		t.Errorf("the start's objective is %g: some model has no pipeline", z)
+	}
+	vals := b.start(a)
+	for v := range b.m.NumVars() {
+		lb, ub := b.m.VarBounds(solver.Var(v))
+		if vals[v] < lb-1e-9 || vals[v] > ub+1e-9 {
+			t.Errorf("variable %s = %g outside [%g, %g]", b.m.VarName(solver.Var(v)), vals[v], lb, ub)
+		}
+	}
+	for i := range b.m.NumRows() {
+		lb, ub := b.m.RowBounds(i)
+		v := 0.0
+		for _, term := range b.m.RowTerms(i) {
+			v += term.Coef * vals[term.Var]
+		}
+		if v < lb-1e-6*math.Max(1, math.Abs(lb)) || v > ub+1e-6*math.Max(1, math.Abs(ub)) {
+			t.Errorf("row %s: %g outside [%g, %g]", b.m.RowName(i), v, lb, ub)
+		}
+	}
+	var log bytes.Buffer
+	s.hooks.log = &log
+	s.npFirst = est.pipes
+	if _, err := s.np(); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`MIP start solution is feasible, objective value is [1-9]`).Match(log.Bytes()) {
+		t.Errorf("HiGHS took no start with a positive objective; its log:\n%s", log.String())
+	}
 }

@@ -63,6 +63,7 @@ func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) 
 						return nil, err
 					}
 					s.reserveFor(est.st.objective) // the first plan found sizes the caller's reserve
+					s.npFirst = est.pipes
 					thr = s.npRates(est, time.Since(t0))
 				}
 				md.lambda = thr[mi] / 1e6
@@ -108,6 +109,12 @@ type session struct {
 	deadline time.Time
 	hooks    solveHooks
 	nodes    int64
+	// npFirst is the batch allowance's first pass, the NP plan without β (nil: none ran):
+	// every later NP solve's MIP start, less the pipelines whose batch β no longer lets
+	// fill within the SLO. Without it a β pass with little time left (a 2 s limit on a large
+	// space: the full model built and the caller's reserve taken first, 50 ms left) could
+	// end with no plan where the first pass had one.
+	npFirst []pipe
 }
 
 // newSession starts the clock of a solve of p: its deadline is Options.TimeLimit after began,
@@ -367,7 +374,11 @@ func (s *session) npWith(reserve bool) (solved, error) {
 		s.reserveRPS(capacityEstimate(spaces))
 	}
 	b := s.p.build(spaces, cfg)
-	res, err := s.run(b, solveCall{phase: "np"})
+	var start []float64
+	if s.npFirst != nil {
+		start = b.start(b.assignRefit(s.npFirst))
+	}
+	res, err := s.run(b, solveCall{phase: "np", start: start})
 	if err != nil {
 		return solved{}, err
 	}
