@@ -72,33 +72,7 @@ func (s *session) npMax(est solved, mi int, limit time.Duration) (solved, bool) 
 // whose larger batches β may no longer let fill within the SLO: assignFrom would drop those
 // pipelines, and a model left with none makes a max-min start worth nothing (z = 0).
 func (b *built) assignRefit(pipes []pipe) assignment {
-	a := make(assignment, len(b.spaces))
-	for mi, ms := range b.spaces {
-		a[mi] = make([][]choice, len(ms.tmpls))
-	}
-	for _, pp := range pipes {
-		if len(pp.parts) != 1 {
-			continue
-		}
-		part := pp.parts[0]
-		ms := b.spaces[pp.model]
-		for li, t := range ms.tmpls {
-			if len(t.types) != 1 || t.types[0] != part.k || a[pp.model][li] != nil {
-				continue
-			}
-			best, bestG, bestCap := -1, 0, 0.0
-			for oi, o := range t.stages[0] {
-				// The same GPUs in o's slices: part.g slices of 1/part.o.v GPU each.
-				g := min(o.G, part.g*o.v/part.o.v)
-				if c := o.X * float64(g); g >= 1 && c > bestCap {
-					best, bestG, bestCap = oi, g, c
-				}
-			}
-			if best >= 0 {
-				a[pp.model][li] = []choice{{stage: 0, opt: best, g: bestG}}
-			}
-			break
-		}
-	}
-	return a
+	return b.assignEach(pipes, func(o option, was part) float64 {
+		return o.X * float64(sameGPUs(o, was))
+	})
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/plan-dev/plan/formats/sections/intree"
 
 	"github.com/plan-dev/plan/formats/sections/ppipesec"
-	"github.com/plan-dev/plan/solver"
 )
 
 // TestBatchAllowanceEstimate: λ̂ of the batch-formation allowance β = ρ·(b−1)/λ̂ is each
@@ -86,21 +85,10 @@ func batchingInputs(t *testing.T) Inputs {
 // maximum over the NP optima, never less than the plan it started from.
 func TestNPRatesTieFree(t *testing.T) {
 	t.Parallel()
-	gp := []gpuSpec{specL4, specP4}
 	ties := 0
 	for _, seed := range []uint64{2, 3, 5} {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
-			in := Inputs{Profiles: []*formats.Profile{genProfile(seed, 3, 6, gp, 4)}, Cluster: genCluster(gp, []int{4, 12}, 30)}
-			p, err := prepare(in, Options{Alpha: DefaultAlpha, BatchAllowance: true, Deterministic: true, Gap: 1e-9, TimeLimit: 5 * time.Minute}.withDefaults())
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := testSession(p)
-			est, err := s.np()
-			skipWithoutSolver(t, err)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, s, est := firstPass(t, seed, 1e-9)
 			n := len(p.models)
 			starts := []solved{est}
 			best := make([]float64, n)
@@ -149,18 +137,7 @@ func TestNPRatesTieFree(t *testing.T) {
 // model a pipeline (z > 0), and HiGHS takes it.
 func TestBetaPassStart(t *testing.T) {
 	t.Parallel()
-	gp := []gpuSpec{specL4, specP4}
-	in := Inputs{Profiles: []*formats.Profile{genProfile(2, 3, 6, gp, 4)}, Cluster: genCluster(gp, []int{4, 12}, 30)}
-	p, err := prepare(in, Options{Alpha: DefaultAlpha, BatchAllowance: true, Deterministic: true, TimeLimit: time.Minute}.withDefaults())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := testSession(p)
-	est, err := s.np()
-	skipWithoutSolver(t, err)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, s, est := firstPass(t, 2, 0)
 	// λ̂ at a tenth of the first pass's rates: β grows tenfold, past some batches' slack.
 	thr := modelThroughput(est.pipes, len(p.models))
 	for mi, md := range p.models {
@@ -179,23 +156,7 @@ func TestBetaPassStart(t *testing.T) {
 	if z := p.objective(p.pipes(spaces, a, 1)); !(z > 0) {
 		t.Errorf("the start's objective is %g: some model has no pipeline", z)
 	}
-	vals := b.start(a)
-	for v := range b.m.NumVars() {
-		lb, ub := b.m.VarBounds(solver.Var(v))
-		if vals[v] < lb-1e-9 || vals[v] > ub+1e-9 {
-			t.Errorf("variable %s = %g outside [%g, %g]", b.m.VarName(solver.Var(v)), vals[v], lb, ub)
-		}
-	}
-	for i := range b.m.NumRows() {
-		lb, ub := b.m.RowBounds(i)
-		v := 0.0
-		for _, term := range b.m.RowTerms(i) {
-			v += term.Coef * vals[term.Var]
-		}
-		if v < lb-1e-6*math.Max(1, math.Abs(lb)) || v > ub+1e-6*math.Max(1, math.Abs(ub)) {
-			t.Errorf("row %s: %g outside [%g, %g]", b.m.RowName(i), v, lb, ub)
-		}
-	}
+	checkStart(t, b.m, b.start(a))
 	var log bytes.Buffer
 	s.hooks.log = &log
 	s.npFirst = est.pipes
@@ -205,4 +166,23 @@ func TestBetaPassStart(t *testing.T) {
 	if !regexp.MustCompile(`MIP start solution is feasible, objective value is [1-9]`).Match(log.Bytes()) {
 		t.Errorf("HiGHS took no start with a positive objective; its log:\n%s", log.String())
 	}
+}
+
+// firstPass is a generated three-model case on 4 L4 + 12 P4 (genProfile's seed) with the
+// batch allowance, and its first pass, NP without β, solved to gap (0: the default).
+func firstPass(t *testing.T, seed uint64, gap float64) (*problem, *session, solved) {
+	t.Helper()
+	gp := []gpuSpec{specL4, specP4}
+	in := Inputs{Profiles: []*formats.Profile{genProfile(seed, 3, 6, gp, 4)}, Cluster: genCluster(gp, []int{4, 12}, 30)}
+	p, err := prepare(in, Options{Alpha: DefaultAlpha, BatchAllowance: true, Deterministic: true, Gap: gap, TimeLimit: 5 * time.Minute}.withDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testSession(p)
+	est, err := s.np()
+	skipWithoutSolver(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, s, est
 }

@@ -437,6 +437,19 @@ func (p *problem) emptyModels(pipes []pipe) error {
 // NP's (v=1, b, 0, M) option may have been pruned as dominated by a v' > 1 option of the same
 // batch; then the dominating option with v'·n slices is used: same GPUs, at least as fast.
 func (b *built) assignFrom(pipes []pipe) assignment {
+	return b.assignEach(pipes, func(o option, was part) float64 {
+		if o.b != was.o.b || o.v%was.o.v != 0 || o.C > was.o.C*(1+tieTol) {
+			return 0
+		}
+		return float64(o.v) * o.X
+	})
+}
+
+// assignEach maps single-stage pipelines onto this MILP's single-stage templates of their GPU
+// type, one pipeline a template, each on the GPUs it had (g, in o's slices) at the option of
+// highest worth (of the option and the pipeline's stage; 0 rules an option out, and a
+// pipeline with none is left out).
+func (b *built) assignEach(pipes []pipe, worth func(o option, was part) float64) assignment {
 	a := make(assignment, len(b.spaces))
 	for mi, ms := range b.spaces {
 		a[mi] = make([][]choice, len(ms.tmpls))
@@ -451,25 +464,24 @@ func (b *built) assignFrom(pipes []pipe) assignment {
 			if len(t.types) != 1 || t.types[0] != part.k || a[pp.model][li] != nil {
 				continue
 			}
-			best, bestCap := -1, 0.0
+			best, bestWorth := -1, 0.0
 			for oi, o := range t.stages[0] {
-				if o.b != part.o.b || o.v%part.o.v != 0 || o.C > part.o.C*(1+tieTol) {
-					continue
-				}
-				if c := float64(o.v) * o.X; c > bestCap {
-					best, bestCap = oi, c
+				if w := worth(o, part); w > bestWorth {
+					best, bestWorth = oi, w
 				}
 			}
 			if best >= 0 {
-				o := t.stages[0][best]
-				g := min(o.G, part.g*o.v/part.o.v)
-				a[pp.model][li] = []choice{{stage: 0, opt: best, g: g}}
+				a[pp.model][li] = []choice{{stage: 0, opt: best, g: sameGPUs(t.stages[0][best], part)}}
 			}
 			break
 		}
 	}
 	return a
 }
+
+// sameGPUs is how many of o's slices fill the GPUs of stage was (was.g slices of 1/was.o.v
+// GPU each), within o's bound.
+func sameGPUs(o option, was part) int { return min(o.G, was.g*o.v/was.o.v) }
 
 // pipe is a decoded pipeline after post-processing.
 type pipe struct {
