@@ -110,10 +110,10 @@ type session struct {
 	hooks    solveHooks
 	nodes    int64
 	// npFirst is the batch allowance's first pass, the NP plan without β (nil: none ran):
-	// every later NP solve's MIP start, less the pipelines whose batch β no longer lets
-	// fill within the SLO. Without it a β pass with little time left (a 2 s limit on a large
-	// space: the full model built and the caller's reserve taken first, 50 ms left) could
-	// end with no plan where the first pass had one.
+	// every later NP solve's MIP start (assignRefit: each pipeline on its GPUs, a smaller
+	// batch where β no longer lets its own fill within the SLO). Without it a β pass with
+	// little time left (a 2 s limit on a large space: the full model built and the caller's
+	// reserve taken first, 50 ms left) could end with no plan where the first pass had one.
 	npFirst []pipe
 }
 
