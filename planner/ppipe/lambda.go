@@ -27,6 +27,10 @@ func (s *session) npRates(est solved, npTime time.Duration) []float64 {
 	if len(p.models) < 2 || est.npAssign == nil || !(est.st.objective > 0) || est.st.status != "optimal" {
 		return thr
 	}
+	nm, ok := s.npMaxModel(est)
+	if !ok {
+		return thr
+	}
 	budget := time.Until(s.deadline) / 10
 	began := time.Now()
 	for mi := range p.models {
@@ -35,35 +39,53 @@ func (s *session) npRates(est solved, npTime time.Duration) []float64 {
 			break
 		}
 		limit := min(max(npTime, minCall), left/time.Duration(len(p.models)-mi))
-		if sol, ok := s.npMax(est, mi, limit); ok {
+		if sol, ok := s.npMax(nm, est, mi, limit); ok {
 			thr[mi] = max(thr[mi], modelThroughput(sol.pipes, len(p.models))[mi])
 		}
 	}
 	return thr
 }
 
-// npMax re-solves the NP MILP for model mi's throughput over the plans that keep est's
-// max-min objective z, from est's plan, within limit: the plan found, an NP plan as good as
-// est (ok false when the solver could not run or found none).
-func (s *session) npMax(est solved, mi int, limit time.Duration) (solved, bool) {
-	p := s.p
+// npMaxModel is the NP MILP with z held at est's max-min objective, built once for every
+// model's npMax, and est's plan as its MIP start.
+type npMaxModel struct {
+	spaces []*modelSpace
+	b      *built
+	start  []float64
+}
+
+// npMaxModel builds it (ok false where the NP space cannot be built).
+func (s *session) npMaxModel(est solved) (*npMaxModel, bool) {
 	cfg := spaceConfig{P: 1, wholeOnly: true}
 	spaces, err := s.spaces(cfg)
 	if err != nil {
-		return solved{}, false
+		return nil, false
 	}
-	b := p.build(spaces, cfg)
+	b := s.p.build(spaces, cfg)
 	b.m.SetVarObj(b.z, 0)
 	b.m.SetVarBounds(b.z, est.st.objective*(1-1e-9), math.Inf(1))
-	for _, x := range b.x[mi] {
-		b.m.SetVarObj(x, 1)
+	return &npMaxModel{spaces: spaces, b: b, start: b.start(est.npAssign)}, true
+}
+
+// npMax solves nm for model mi's throughput over the plans that keep est's max-min
+// objective z, from est's plan, within limit: the plan found, an NP plan as good as est
+// (ok false when the solver could not run or found none).
+func (s *session) npMax(nm *npMaxModel, est solved, mi int, limit time.Duration) (solved, bool) {
+	b := nm.b
+	for mj, xs := range b.x {
+		for _, x := range xs {
+			b.m.SetVarObj(x, 0)
+			if mj == mi {
+				b.m.SetVarObj(x, 1)
+			}
+		}
 	}
-	res, err := s.solve(b, solveCall{phase: "np-rates", start: b.start(est.npAssign), limit: limit})
+	res, err := s.solve(b, solveCall{phase: "np-rates", start: nm.start, limit: limit})
 	if err != nil || !res.HasSolution {
 		return solved{}, false
 	}
 	a := b.decode(res.Values)
-	return solved{pipes: p.pipes(spaces, a, 1), st: est.st, npAssign: a}, true
+	return solved{pipes: s.p.pipes(nm.spaces, a, 1), st: est.st, npAssign: a}, true
 }
 
 // assignRefit maps an NP plan's pipelines onto this NP model's variables, each on the GPUs

@@ -92,8 +92,12 @@ func TestNPRatesTieFree(t *testing.T) {
 			n := len(p.models)
 			starts := []solved{est}
 			best := make([]float64, n)
+			nm, ok := s.npMaxModel(est)
+			if !ok {
+				t.Fatal("the NP space cannot be built")
+			}
 			for mi := range n {
-				sol, ok := s.npMax(est, mi, time.Minute)
+				sol, ok := s.npMax(nm, est, mi, time.Minute)
 				if !ok {
 					t.Fatalf("model %d: no NP plan keeps z = %g", mi, est.st.objective)
 				}
