@@ -114,3 +114,28 @@ func TestCoarsePhase(t *testing.T) {
 		}
 	}
 }
+
+// TestFullLPFits: the coarse MILP keeps a quarter of the time only while the full LP, at
+// least as slow per option as the coarse one, could still solve in the rest. The numbers are
+// case-11-118's of the real-shaped corpus (a 6.3-thousand-option coarse LP in 0.1 s, a
+// 64.8-thousand-option full LP) under a 2 s and a 20 s limit.
+func TestFullLPFits(t *testing.T) {
+	const ms = time.Millisecond
+	for _, c := range []struct {
+		name         string
+		took         time.Duration
+		coarse, full int
+		left         time.Duration
+		want         bool
+	}{
+		{name: "2 s limit: the full LP needs ~1 s of 0.45 s", took: 100 * ms, coarse: 6287, full: 64801, left: 450 * ms, want: false},
+		{name: "20 s limit: room for it", took: 100 * ms, coarse: 6287, full: 64801, left: 17 * time.Second, want: true},
+		{name: "just over three quarters", took: 100 * ms, coarse: 1000, full: 10000, left: 1333 * ms, want: false},
+		{name: "just under three quarters", took: 100 * ms, coarse: 1000, full: 10000, left: 1334 * ms, want: true},
+		{name: "no coarse options", took: 100 * ms, coarse: 0, full: 10000, left: ms, want: true},
+	} {
+		if got := fullLPFits(c.took, c.coarse, c.full, c.left); got != c.want {
+			t.Errorf("%s: fullLPFits(%v, %d, %d, %v) = %v, want %v", c.name, c.took, c.coarse, c.full, c.left, got, c.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -92,7 +93,9 @@ func TestDeadlineBoundsEveryCall(t *testing.T) {
 // TestLateSolveKeepsItsPlan: once the deadline has passed with a plan in hand, no later
 // phase starts: none would build its model and spend its minimum call past the limit. The
 // NP warm start is solved, then held until the deadline has passed (the result hook: a
-// loaded machine's slow first phase); the plan it gave is written at the time limit.
+// loaded machine's slow first phase); the plan it gave is written at the time limit. The
+// NP warm start runs before the full space is built, and the full space is not built
+// after it: the plan reports the NP search's options, as strategy np's plan does.
 func TestLateSolveKeepsItsPlan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("solves a large instance")
@@ -130,6 +133,14 @@ func TestLateSolveKeepsItsPlan(t *testing.T) {
 	}
 	if pl.Provenance.Status != "time-limit" {
 		t.Errorf("status %q, want time-limit", pl.Provenance.Status)
+	}
+	npPlan, err := Solve(context.Background(), c.inputs(), Options{Strategy: StrategyNP, Alpha: DefaultAlpha, MaxPartitions: c.P, TimeLimit: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := ppipesec.PlanOf(pl).Extra["options_kept"], ppipesec.PlanOf(npPlan).Extra["options_kept"]
+	if got != want {
+		t.Errorf("the late plan reports %s options kept, strategy np's %s: the full space was built after the deadline", got, want)
 	}
 }
 
