@@ -66,11 +66,12 @@ func (s *session) ppipe() (solved, error) {
 	// spend minCall, past the limit, on a plan the phases before it rarely improve in that.
 	late := func() bool { return inc.best != nil && time.Until(s.deadline) < minCall }
 	// fullLate: a phase on the full model (the continuous-count relaxation, the cut-off or
-	// the full MILP) started with less time left than the full LP relaxation took could not
-	// even solve its root, and its model building (up to a CPU-second on a 100-thousand-
-	// column model) runs past the limit: with a plan in hand, it is not started.
+	// the full MILP) started with less than fullPhaseLPs of the full LP relaxation's time
+	// left could not do more than solve its root, and its model building (up to a
+	// CPU-second on a 100-thousand-column model) runs past the limit: with a plan in hand,
+	// it is not started.
 	var lpTook time.Duration
-	fullLate := func() bool { return late() || inc.best != nil && time.Until(s.deadline) < lpTook }
+	fullLate := func() bool { return late() || inc.best != nil && time.Until(s.deadline) < fullPhaseLPs*lpTook }
 	// A large space (coarse.go) first gets a plan from its coarse grid of cuts: under a short
 	// limit its full LP may not solve, and that plan is then the one the limit leaves.
 	if !s.p.opts.NoLPGuide && keptOptions(spaces) > coarseMinOptions && !late() {
@@ -95,7 +96,7 @@ func (s *session) ppipe() (solved, error) {
 	// faster than the relaxation can (HC2-G1, P ≤ 3: 0.98% apart, and the relaxation's bound
 	// is the LP's), while a plan several % below the bound (P3-2types-3models: 5%) has the
 	// wrong options, which the relaxation finds.
-	if !s.p.opts.NoContinuousCounts && len(spaces) > 1 && !fullLate() && (inc.best == nil || relGap(inc.obj, inc.bound) > max(s.p.opts.Gap, ccGate)) {
+	if !s.p.opts.NoContinuousCounts && len(spaces) > 1 && !fullLate() && time.Until(s.deadline)/ccShare >= fullPhaseLPs*lpTook && (inc.best == nil || relGap(inc.obj, inc.bound) > max(s.p.opts.Gap, ccGate)) {
 		if inc, err = s.continuousCounts(spaces, cfg, inc); err != nil {
 			return solved{}, err
 		}
@@ -193,9 +194,20 @@ type lpGuided struct {
 	took time.Duration
 }
 
+// fullPhaseLPs is the least time, in the full LP relaxation's solve times, that a phase on
+// the full model is started with (the cut-off or the full MILP: the time left; the
+// continuous-count relaxation: its share of it, 1/ccShare): its root alone is one. With
+// less, that time is the restricted MILP's: under a 2 s limit, the real-shaped corpus's
+// case-11-111 gave its continuous-count relaxation 60 ms after a 219 ms LP, which ran
+// unsolved past its stop, while the restricted MILP before it, stopped at its half (220 ms),
+// ended on 343.5 or 435.9 by the run; given the time, it ends on 435.9.
+const fullPhaseLPs = 3
+
 // lpGuide is the LP-guided phase: the LP relaxation of the full model under cfg (a valid
 // global bound) with lpShare of the time left, then the MILP restricted to the options it
-// uses (guidedRestriction, started from the incumbent) with half the time left after it.
+// uses (guidedRestriction, started from the incumbent) with half the time left after it, or
+// all of it where the half it would leave is too short for a phase on the full model
+// (fullPhaseLPs).
 func (s *session) lpGuide(spaces []*modelSpace, cfg spaceConfig, inc incumbent) (lpGuided, error) {
 	lcfg := cfg
 	lcfg.relax = true
@@ -211,7 +223,11 @@ func (s *session) lpGuide(spaces []*modelSpace, cfg spaceConfig, inc incumbent) 
 	}
 	inc.bound = lres.Objective
 	r, rb, start := s.p.guidedRestriction(spaces, lp, lres, inc.best, cfg)
-	rres, err := s.run(rb, solveCall{phase: "restricted", start: start, limit: time.Until(s.deadline) / 2})
+	limit := time.Until(s.deadline)
+	if limit-limit/2 >= fullPhaseLPs*took {
+		limit /= 2
+	}
+	rres, err := s.run(rb, solveCall{phase: "restricted", start: start, limit: limit})
 	switch {
 	case err == nil:
 		if rres.Objective > inc.obj {
@@ -239,8 +255,12 @@ const (
 )
 
 // ccGate is the gap to the LP bound above which a multi-model solve runs the continuous-count
-// phase.
-const ccGate = 0.02
+// phase; ccShare the part of the time left its relaxation gets (1/ccShare), which must hold
+// fullPhaseLPs of the full LP's time for the phase to start.
+const (
+	ccGate  = 0.02
+	ccShare = 3
+)
 
 // continuousCounts is the formulation phase of the solve: what makes the MILP hard is
 // its integer slice and GPU counts (with them continuous, the hardest bundled case solves in
@@ -258,7 +278,7 @@ func (s *session) continuousCounts(spaces []*modelSpace, cfg spaceConfig, inc in
 	if inc.best != nil {
 		start = cb.start(inc.best)
 	}
-	cres, err := s.run(cb, solveCall{phase: "continuous-counts", start: start, limit: time.Until(s.deadline) / 3})
+	cres, err := s.run(cb, solveCall{phase: "continuous-counts", start: start, limit: time.Until(s.deadline) / ccShare})
 	switch {
 	case errors.Is(err, planner.ErrNoSolution):
 		return inc, nil
