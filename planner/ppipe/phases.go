@@ -126,19 +126,10 @@ func (s *session) ppipe() (solved, error) {
 	return solved{pipes: pipes, st: st}, nil
 }
 
-// warmStart is the first phase: the NP plan (PPipe §7.1's baseline) mapped onto full's
-// variables as the incumbent, with no bound yet. Without it (Options.NoWarmStart, or NP
-// cannot serve some model whole, which PPipe may still cut) there is no incumbent.
-func (s *session) warmStart(spaces []*modelSpace, full *built) (incumbent, error) {
-	np, err := s.warmPlan()
-	if err != nil {
-		return incumbent{}, err
-	}
-	return warmFrom(s.p, spaces, full, np), nil
-}
-
-// warmPlan is the warm start's NP plan: nil without one (Options.NoWarmStart, or NP cannot
-// serve some model whole).
+// warmPlan is the first phase: the NP plan (PPipe §7.1's baseline), which warmFrom maps onto
+// the full model's variables as the incumbent, with no bound yet. Without it (nil:
+// Options.NoWarmStart, or NP cannot serve some model whole, which PPipe may still cut) there
+// is no incumbent.
 func (s *session) warmPlan() (*solved, error) {
 	if s.p.opts.NoWarmStart {
 		return nil, nil

@@ -76,3 +76,13 @@ func checkStart(t *testing.T, m *solver.Model, vals []float64) {
 		}
 	}
 }
+
+// warmStart is the warm-start phase as the tests take it: the NP plan mapped onto full's
+// variables (ppipe runs warmPlan before it builds the full space, then warmFrom).
+func (s *session) warmStart(spaces []*modelSpace, full *built) (incumbent, error) {
+	np, err := s.warmPlan()
+	if err != nil {
+		return incumbent{}, err
+	}
+	return warmFrom(s.p, spaces, full, np), nil
+}
