@@ -251,10 +251,19 @@ func burst(c pb.GRPCInferenceServiceClient, model string, n int) (map[codes.Code
 
 // TestDropsAndOverload: a burst far beyond one GPU's capacity gets UNAVAILABLE drops with
 // their reason (the policy's admission, as over HTTP); beyond --max-inflight the server
-// answers RESOURCE_EXHAUSTED.
+// answers RESOURCE_EXHAUSTED. A burst is sent up to three times: under -race on a busy
+// 2-core machine, one burst's goroutines were scheduled so late that all 300 requests
+// were past their deadline at admission and none could be served.
 func TestDropsAndOverload(t *testing.T) {
 	_, c, _ := start(t, serve.Options{Plan: loadPlan(t, "one-gpu.json")})
-	got, reasons := burst(c, "m1", 300)
+	var got map[codes.Code]int
+	var reasons map[string]int
+	for try := 0; try < 3; try++ {
+		got, reasons = burst(c, "m1", 300)
+		if got[codes.OK] > 0 {
+			break
+		}
+	}
 	if got[codes.Unavailable] == 0 || got[codes.OK] == 0 || len(reasons) == 0 {
 		t.Errorf("300 at once on one GPU: codes %v reasons %v: want some served and some UNAVAILABLE with a reason", got, reasons)
 	}
