@@ -245,25 +245,20 @@ func (p *Prediction) CompleteBy(ctx context.Context, deadline time.Time) (*forma
 	if !held1 && !g.isStopped() {
 		// Where it does hold: the loads below 1 (the search above 1 found nothing, or
 		// what it found did not hold in the replications).
-		c := cfg
-		c.Loads = predictBelow
-		err := g.admit(1, predictBelow...)
-		var low *Report
-		if err == nil {
-			low, err = Sweep(sctx, &c)
-		}
-		if err = g.check(err); err != nil && !errors.Is(err, errSearchStopped) {
+		low, partial, err := p.below(sctx, &v, g)
+		if err != nil && !errors.Is(err, errSearchStopped) {
 			return nil, fmt.Errorf("predicting the plan: %w", err)
 		}
-		if low != nil {
-			points = append(points, low.Points...)
-		}
+		points = append(points, low...)
 		// The grid says where between its loads each application stops holding; the rate
 		// a user sizes by (sustained_rps) is bisected there, every load held in each run.
 		for app := -1; app < len(p.at1.Apps) && !g.isStopped(); app++ {
 			if points, err = v.bisect(sctx, points, app); err != nil && !errors.Is(err, errSearchStopped) {
 				return nil, fmt.Errorf("predicting the plan: %w", err)
 			}
+		}
+		if partial {
+			g.stopped = true // the grid's lower loads were not tried
 		}
 	}
 	v.points = points
@@ -518,10 +513,42 @@ func (v *sustainCheck) replications(ctx context.Context, load float64) ([]Point,
 	if err := v.cfg.search.admit(predictReplications, load); err != nil {
 		return nil, err
 	}
-	ps := make([]Point, predictReplications)
+	ps, err := v.run(ctx, load, false)
+	if err != nil {
+		return nil, err
+	}
+	v.reps[load] = ps
+	return ps, nil
+}
+
+// establish runs load's first run and its replications side by side, as one step of the
+// search (what the grid and sustained run as two), and returns the first run; the
+// replications are kept in v.reps as replications keeps them.
+func (v *sustainCheck) establish(ctx context.Context, load float64) (*Point, error) {
+	if err := v.cfg.search.admit(1+predictReplications, load); err != nil {
+		return nil, err
+	}
+	ps, err := v.run(ctx, load, true)
+	if err != nil {
+		return nil, err
+	}
+	v.reps[load] = ps[1:]
+	return &ps[0], nil
+}
+
+// run runs load side by side: the replications, after the first run (v.cfg's own seed)
+// where first.
+func (v *sustainCheck) run(ctx context.Context, load float64, first bool) ([]Point, error) {
+	n, skip := predictReplications, 0
+	if first {
+		n, skip = n+1, 1
+	}
+	ps := make([]Point, n)
 	errs, err := Parallel(ctx, len(ps), v.cfg.Parallel, func(r int) error {
 		c := *v.cfg
-		c.Seed, c.Progress = uint64(replicationSeed(v.seed, r)), nil
+		if r >= skip {
+			c.Seed, c.Progress = uint64(replicationSeed(v.seed, r-skip)), nil
+		}
 		p, err := RunPoint(&c, load)
 		if err != nil {
 			return err
@@ -538,7 +565,6 @@ func (v *sustainCheck) replications(ctx context.Context, load float64) ([]Point,
 	if err != nil {
 		return nil, fmt.Errorf("predicting the plan: load %g: %w", load, err)
 	}
-	v.reps[load] = ps
 	return ps, nil
 }
 

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +59,28 @@ func TestSearchGuardAdmit(t *testing.T) {
 	}
 }
 
+// TestSearchGuardGridFits: the grid below 1 runs as one step where it and its top load's
+// replications are expected to end before the deadline, whole (not admitShare of it): with
+// a batch at load 1 of 2 s over two runs side by side, the grid 4.1 s and 0.95's two
+// replications 1.9 s. Without a guard it always runs; asking stops nothing.
+func TestSearchGuardGridFits(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		left time.Duration
+		fits bool
+	}{{6 * time.Second, true}, {5900 * time.Millisecond, false}, {-time.Second, false}} {
+		g := newSearchGuard(context.Background(), base.Add(tc.left), time.Second, 2*time.Second, 2, func() time.Time { return base })
+		if got := g.gridFits(); got != tc.fits || g.isStopped() {
+			t.Errorf("%s left: gridFits %v, stopped %v; want %v, not stopped", tc.left, got, g.isStopped(), tc.fits)
+		}
+		g.close()
+	}
+	var none *searchGuard
+	if !none.gridFits() {
+		t.Error("no guard: the grid does not fit")
+	}
+}
+
 // TestSearchGuardCheck: a step's error is the search's stop where the deadline cancelled
 // its runs, and stays what it was where the caller cancelled or the run failed on its own.
 func TestSearchGuardCheck(t *testing.T) {
@@ -109,19 +132,26 @@ func TestCompleteByDeadline(t *testing.T) {
 		name string
 		in   PredictInput
 		// partWay is the deadline, after the start by the ticking clock, that stops the
-		// search after its first step: above 1, the run at 2× (its replications do not
-		// fit); below, the grid.
+		// search after its first steps: above 1, the run at 2× (its replications do not
+		// fit); below, where the grid and its top load's replications (3 s expected) fit
+		// from the first reading, the grid, and where they do not, the grid from its top.
 		// tried and headroom are what the search stopped part way tried and established:
 		// above 1, load 1 held (the run at 2× held once, unreplicated); below, the grid,
-		// 0.9 replicated and held, and the bisection toward 0.9125 not begun.
+		// 0.9 replicated and held, and the bisection toward 0.9125 not begun; from the
+		// top (a clock moving half a second a reading), 0.95 missed beside its
+		// replications, then 0.9 and 0.8 held, the lower loads skipped, 0.9 replicated and
+		// held, and the bisection toward 0.9125 not begun.
 		partWay  time.Duration
+		tick     time.Duration // the clock's step: a second where zero
 		tried    []float64
 		headroom float64
 	}{
 		{"holds at its rates", PredictInput{Plan: plan, Dep: cfg.Dep, Policies: cfg.Policies, Policy: cfg.Policy.Policy},
-			2500 * time.Millisecond, []float64{1, 2}, 1},
+			2500 * time.Millisecond, 0, []float64{1, 2}, 1},
 		{"misses at its rates", PredictInput{Plan: &formats.Plan{}, Dep: &over, Policies: testPolicies, Policy: "ppipe"},
-			3 * time.Second, []float64{0.25, 0.5, 0.7, 0.8, 0.9, 0.95, 1}, 0.9},
+			4200 * time.Millisecond, 0, []float64{0.25, 0.5, 0.7, 0.8, 0.9, 0.95, 1}, 0.9},
+		{"misses at its rates, the grid does not fit", PredictInput{Plan: &formats.Plan{}, Dep: &over, Policies: testPolicies, Policy: "ppipe"},
+			2900 * time.Millisecond, 500 * time.Millisecond, []float64{0.8, 0.9, 0.95, 1}, 0.9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in
@@ -180,13 +210,13 @@ func TestCompleteByDeadline(t *testing.T) {
 				t.Fatalf("Complete after a stopped search: %v\n%+v\nwant\n%+v", err, full, whole)
 			}
 
-			// Part way: each clock reading moves 1 s on, a batch at load 1 takes 1 s, and
+			// Part way: each clock reading moves tick on, a batch at load 1 takes 1 s, and
 			// the deadline is an hour ahead in wall time, so only the clock stops it.
 			p, err = StartPrediction(t.Context(), in)
 			if err != nil {
 				t.Fatal(err)
 			}
-			clock := &ticking{t: time.Now().Add(time.Hour), step: time.Second}
+			clock := &ticking{t: time.Now().Add(time.Hour), step: cmp.Or(tc.tick, time.Second)}
 			p.now, p.one, p.batch = clock.now, time.Second, time.Second
 			got, err = p.CompleteBy(t.Context(), clock.t.Add(tc.partWay))
 			if err != nil {
