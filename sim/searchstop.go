@@ -152,17 +152,21 @@ func (g *searchGuard) isStopped() bool { return g != nil && g.stopped }
 // skipped lower loads; headroom then counts only the loads tried, so the caller reports the
 // search as stopped early.
 func (p *Prediction) below(ctx context.Context, v *sustainCheck, g *searchGuard) (points []Point, partial bool, err error) {
-	cfg := *v.cfg
-	if g.gridFits() {
-		if err := g.admit(1, predictBelow...); err != nil {
-			return nil, false, err
+	sweep := func(loads []float64) ([]Point, error) {
+		if err := g.admit(1, loads...); err != nil {
+			return nil, err
 		}
-		cfg.Loads = predictBelow
+		cfg := *v.cfg
+		cfg.Loads = loads
 		low, err := Sweep(ctx, &cfg)
 		if err = g.check(err); err != nil {
-			return nil, false, err
+			return nil, err
 		}
-		return low.Points, false, nil
+		return low.Points, nil
+	}
+	if g.gridFits() {
+		low, err := sweep(predictBelow)
+		return low, false, err
 	}
 	loads := slices.Clone(predictBelow)
 	sort.Sort(sort.Reverse(sort.Float64Slice(loads)))
@@ -176,15 +180,11 @@ func (p *Prediction) below(ctx context.Context, v *sustainCheck, g *searchGuard)
 			return points, false, nil
 		}
 		step := loads[i:min(i+g.width, len(loads))]
-		if err := g.admit(1, step...); err != nil {
+		low, err := sweep(step)
+		if err != nil {
 			return points, false, err
 		}
-		cfg.Loads = step
-		low, err := Sweep(ctx, &cfg)
-		if err = g.check(err); err != nil {
-			return points, false, err
-		}
-		points = append(points, low.Points...)
+		points = append(points, low...)
 		if i+len(step) >= len(loads) {
 			return points, false, nil
 		}
