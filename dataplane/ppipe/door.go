@@ -13,8 +13,8 @@ var _ dataplane.Door = (*PPipe)(nil)
 // reservations already booked (PPipe §5.4, Alg. 1): step 1 picks the pipeline with the least
 // waiting at its planned batch (with the penalty for a batch-1 pipeline that would miss the
 // deadline), step 2 the largest batch that meets the deadline, and the admission refinement
-// drops a first-seen head whose batch falls below round(0.95·bs). A request the head test
-// drops is refused before its body is read. Reservations only grow until the request reaches
+// drops a first-seen head whose batch falls below round(0.95·bs) on a busy pipeline. A
+// request the head test drops is refused before its body is read. Reservations only grow until the request reaches
 // the head, and its deadline does not move, so the dispatcher would drop it there too
 // (requests queued ahead only book more). retryAfter is the earliest arrival time that the
 // same reservations would let through on some pipeline (at least 1 ms ahead, since the
@@ -45,7 +45,7 @@ func (p *PPipe) Door(_ dataplane.View, app dataplane.AppID, at, now dataplane.Ti
 	retry := max(open-a.slo, now+dataplane.Millisecond)
 	// Step 1, as run does it for a head with this deadline.
 	bestScore, pi := dataplane.Never, -1
-	var bestFinish dataplane.Time
+	var bestFinish, bestWait dataplane.Time
 	for i := range a.pipes {
 		pp := &a.pipes[i]
 		if pi >= 0 && p.waitFloor(pp, pp.bs, now) >= bestScore {
@@ -57,7 +57,7 @@ func (p *PPipe) Door(_ dataplane.View, app dataplane.AppID, at, now dataplane.Ti
 			score += a.slo
 		}
 		if score < bestScore {
-			bestScore, pi, bestFinish = score, i, p.cand.finish
+			bestScore, pi, bestFinish, bestWait = score, i, p.cand.finish, p.cand.wait
 		}
 	}
 	pp := &a.pipes[pi]
@@ -76,7 +76,7 @@ func (p *PPipe) Door(_ dataplane.View, app dataplane.AppID, at, now dataplane.Ti
 	switch {
 	case b == 0:
 		return false, dataplane.DropDeadline, retry
-	case p.opts.Admission && b < int(math.Round(0.95*float64(pp.bs))):
+	case p.opts.Admission && b < int(math.Round(0.95*float64(pp.bs))) && bestWait > 0:
 		return false, dataplane.DropAdmission, retry
 	}
 	return true, "", 0
