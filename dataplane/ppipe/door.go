@@ -14,9 +14,9 @@ var _ dataplane.Door = (*PPipe)(nil)
 // waiting at its planned batch (with the penalty for a batch-1 pipeline that would miss the
 // deadline), step 2 the largest batch that meets the deadline, and the admission refinement
 // drops a first-seen head whose batch falls below round(0.95·bs) on a busy pipeline. A
-// request the head test drops is refused before its body is read. Reservations only grow until the request reaches
-// the head, and its deadline does not move, so the dispatcher would drop it there too
-// (requests queued ahead only book more). retryAfter is the earliest arrival time that the
+// request the head test drops is refused before its body is read. Reservations only grow
+// until the request reaches the head, and its deadline does not move, so the dispatcher
+// would drop it there too (requests queued ahead only book more). retryAfter is the earliest arrival time that the
 // same reservations would let through on some pipeline (at least 1 ms ahead, since the
 // dispatcher's choice is not monotone in time).
 func (p *PPipe) Door(_ dataplane.View, app dataplane.AppID, at, now dataplane.Time) (bool, dataplane.DropReason, dataplane.Time) {
