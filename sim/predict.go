@@ -245,7 +245,7 @@ func (p *Prediction) CompleteBy(ctx context.Context, deadline time.Time) (*forma
 	if !held1 && !g.isStopped() {
 		// Where it does hold: the loads below 1 (the search above 1 found nothing, or
 		// what it found did not hold in the replications).
-		low, partial, err := p.below(sctx, &v, g)
+		low, partial, err := v.below(sctx, g)
 		if err != nil && !errors.Is(err, errSearchStopped) {
 			return nil, fmt.Errorf("predicting the plan: %w", err)
 		}

@@ -107,7 +107,7 @@ func (g *searchGuard) expect(runs int, loads ...float64) time.Duration {
 // gridFits says whether the grid below 1 (predictBelow) and the replications of its highest
 // load are expected to end before the deadline (true without a guard): the least the grid
 // needs to establish a load. Their whole expectation must fit, not admitShare of it, since
-// what it chooses is how to search (Prediction.below), not whether to start a step the
+// what it chooses is how to search (sustainCheck.below), not whether to start a step the
 // deadline may cancel.
 func (g *searchGuard) gridFits() bool {
 	if g == nil {
@@ -151,7 +151,7 @@ func (g *searchGuard) isStopped() bool { return g != nil && g.stopped }
 // 2 s: the grid ended with 155 ms left, the replications needed 218). partial says it
 // skipped lower loads; headroom then counts only the loads tried, so the caller reports the
 // search as stopped early.
-func (p *Prediction) below(ctx context.Context, v *sustainCheck, g *searchGuard) (points []Point, partial bool, err error) {
+func (v *sustainCheck) below(ctx context.Context, g *searchGuard) (points []Point, partial bool, err error) {
 	sweep := func(loads []float64) ([]Point, error) {
 		if err := g.admit(1, loads...); err != nil {
 			return nil, err
@@ -175,10 +175,7 @@ func (p *Prediction) below(ctx context.Context, v *sustainCheck, g *searchGuard)
 		return nil, false, err
 	}
 	points = append(points, *top)
-	for i := 1; headroom(points, p.j) == 0; i += g.width {
-		if i >= len(loads) {
-			return points, false, nil
-		}
+	for i := 1; headroom(points, v.j) == 0; i += g.width {
 		step := loads[i:min(i+g.width, len(loads))]
 		low, err := sweep(step)
 		if err != nil {
