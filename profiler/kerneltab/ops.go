@@ -83,6 +83,22 @@ func (t *Tables) GenerationAttentionUs(batch, heads, kvHeads, headDim int, kv DT
 	return us, p, err
 }
 
+// foldKVHeads is the measured KV-head count (axis, ascending) a decode of k KV heads per
+// GPU is read at: k itself where measured, else the largest measured count below it (the
+// batch grows by the ratio), or k where none is below it.
+func foldKVHeads(axis []float64, k float64) float64 {
+	if _, ok := slices.BinarySearch(axis, k); ok {
+		return k
+	}
+	K := k
+	for _, a := range axis {
+		if a < k {
+			K = a
+		}
+	}
+	return K
+}
+
 // GenerationAttentionFromMemoryUs is GenerationAttentionUs with the KV cache read from
 // memory, as a serving step reads it. The tables time one layer's kernel called again and
 // again over the same cache (CUDA-graph replay after warm-up), so a cache that fits in the
@@ -112,12 +128,16 @@ func (t *Tables) generationAttention(batch, heads, kvHeads, headDim int, kv DTyp
 	// Decode attention runs one block per (sequence, KV head) and reads each KV head's
 	// cache once: b sequences of k KV heads (h query heads) are the same work and the same
 	// parallelism as b·k/K sequences of K KV heads (h·K/k query heads). The tables measure
-	// up to 8 KV heads per GPU (H100, H200, A100, L40S); more (multi-head attention, e.g.
-	// 40 KV heads of a Llama-2-13B) fold into the batch rather than growing past the grid.
+	// 1, 2, 4 and 8 KV heads per GPU (H100, H200, A100, L40S); any other count folds into
+	// the batch at the measured count below it (foldKVHeads): more than 8 (multi-head
+	// attention, 40 KV heads of a Llama-2-13B) rather than growing past the grid, and one
+	// between two (its 5 a GPU at TP 8) rather than interpolating across KV heads, where
+	// the grid lacks the corner of fewer query heads than KV heads (4 query heads over 8 KV
+	// heads) and the interpolation read 5 × 5 heads 4.7× either measured neighbour.
 	if g := t.slices[TableGenAttn+"/"+s]; g != nil {
-		if top := g.axes[2][len(g.axes[2])-1]; k > top {
-			fold := k / top
-			b, h, k = b*fold, h/fold, top
+		if K := foldKVHeads(g.axes[2], k); K != k {
+			fold := k / K
+			b, h, k = b*fold, h/fold, K
 		}
 	}
 	step = max(step, 1)
