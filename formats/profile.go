@@ -153,6 +153,10 @@ type LLMProfile struct {
 	// "" = bf16): the checkpoint's own, or vLLM's online --quantization (Engine.Quantization).
 	// Its step times and weight_bytes follow it.
 	WeightDType string `json:"weight_dtype,omitempty"`
+	// RoutedExperts is a mixture-of-experts model's routed experts per MoE layer (0: a dense
+	// model). The expected-error band reads it for the regime (dense or mixture-of-experts)
+	// of a model the catalogue does not name (a config.json a user brought).
+	RoutedExperts int `json:"routed_experts,omitempty"`
 	// Calibration records the measured run the iteration curves were corrected to fit
 	// (`plan profile --calibrate`; nil = not calibrated). The curves above are the corrected
 	// ones; nothing reads this block but people and `plan validate`.

@@ -324,6 +324,9 @@ func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string, use P
 	if l.WeightDType != "" {
 		oneOf(v, field(p, "weight_dtype"), l.WeightDType, WeightDTypes)
 	}
+	if l.RoutedExperts < 0 {
+		v.add(field(p, "routed_experts"), l.RoutedExperts, "must be >= 0 (0: a dense model)")
+	}
 	if given(l.AvgBatch) {
 		positive(v, field(p, "avg_batch"), l.AvgBatch)
 	}

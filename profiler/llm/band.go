@@ -64,9 +64,15 @@ func RegimeOf(p *formats.LLMProfile) Regime {
 	if r.WeightDType == "" {
 		r.WeightDType = "bf16"
 	}
-	// A model a user brought (--llm-config) is named by its folder: its engine id may
-	// still name a catalogue model or checkpoint.
-	if m, err := Lookup(p.Model); err == nil {
+	// The profile says so (routed_experts); one written before it did names a catalogue
+	// model, or a model a user brought (--llm-config, named by its folder) whose engine id
+	// may still name a catalogue model or checkpoint.
+	if p.RoutedExperts > 0 {
+		r.MoE = true
+		if m, err := LookupHF(p.HFModel); err == nil && p.HFModel != "" {
+			r.Shapes = m.Name
+		}
+	} else if m, err := Lookup(p.Model); err == nil {
 		r.MoE = m.MoE != nil
 	} else if m, err := LookupHF(p.HFModel); err == nil && p.HFModel != "" {
 		r.MoE, r.Shapes = m.MoE != nil, m.Name

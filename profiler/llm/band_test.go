@@ -9,6 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/base/quantile"
+	"github.com/plan-dev/plan/profiler/roofline"
 )
 
 // TestBandCoverage holds the expected-error bands to what they claim, leave one run out:
@@ -191,20 +192,53 @@ func TestPredictionBandCalibrated(t *testing.T) {
 	}
 }
 
-// TestRegimeOfUserModel: a model a user brought is named by its folder, and its engine id
-// still tells a mixture-of-experts model's regime.
+// TestRegimeOfUserModel: a profile's routed_experts tells a mixture-of-experts model's
+// regime; a profile written without it still names a catalogue model, or a model a user
+// brought by its folder whose engine id tells it.
 func TestRegimeOfUserModel(t *testing.T) {
 	for _, tc := range []struct {
 		model, hf string
+		experts   int
 		moe       bool
 	}{
-		{"llama-4-scout", "", true},
-		{"scout-fp8", "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic", true},
-		{"my-llama", "meta-llama/Llama-3.1-8B-Instruct", false},
-		{"my-model", "", false},
+		{"llama-4-scout", "", 0, true},
+		{"scout-fp8", "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic", 0, true},
+		{"my-llama", "meta-llama/Llama-3.1-8B-Instruct", 0, false},
+		{"my-model", "", 0, false},
+		{"olmoe", "", 64, true}, // a config.json of a model the catalogue does not hold
+		{"scout-fp8", "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic", 16, true},
 	} {
-		if got := RegimeOf(&formats.LLMProfile{Model: tc.model, HFModel: tc.hf, GPU: "H100", GPUCount: 2}).MoE; got != tc.moe {
-			t.Errorf("%s (%q): MoE %v, want %v", tc.model, tc.hf, got, tc.moe)
+		if got := RegimeOf(&formats.LLMProfile{Model: tc.model, HFModel: tc.hf, GPU: "H100", GPUCount: 2, RoutedExperts: tc.experts}).MoE; got != tc.moe {
+			t.Errorf("%s (%q, %d experts): MoE %v, want %v", tc.model, tc.hf, tc.experts, got, tc.moe)
+		}
+	}
+}
+
+// TestProfileRoutedExperts: a profile of a mixture-of-experts config the catalogue does not
+// name carries its routed experts, so its band is the mixture-of-experts regime's; a dense
+// model's carries none.
+func TestProfileRoutedExperts(t *testing.T) {
+	for _, tc := range []struct {
+		config  string
+		experts int
+	}{
+		{"testdata/configs-moe/Mixtral-8x7B/config.json", 8},
+		{"testdata/configs/Qwen3-14B/config.json", 0},
+	} {
+		m, err := ReadConfigFile(tc.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Name = "user-model" // named by its folder, as --llm-config names it: no catalogue entry
+		p, err := EstimateModel(m, "H100", 2, roofline.LinkAuto, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.RoutedExperts != tc.experts {
+			t.Errorf("%s: routed_experts %d, want %d", tc.config, p.RoutedExperts, tc.experts)
+		}
+		if got := RegimeOf(p).MoE; got != (tc.experts > 0) {
+			t.Errorf("%s: regime MoE %v, want %v", tc.config, got, tc.experts > 0)
 		}
 	}
 }

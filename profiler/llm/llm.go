@@ -228,6 +228,10 @@ func EstimateWith(m Model, gpu string, tp int, v Variant) (*formats.LLMProfile, 
 	if m.Weights != WeightsBF16 {
 		weightDType = string(m.Weights)
 	}
+	routed := 0
+	if m.MoE != nil {
+		routed = m.MoE.Experts
+	}
 	return &formats.LLMProfile{
 		Model:                m.Name,
 		GPU:                  g.Name,
@@ -252,6 +256,7 @@ func EstimateWith(m Model, gpu string, tp int, v Variant) (*formats.LLMProfile, 
 		StepTimes:            d.StepTimes(),
 		HFModel:              configID(m),
 		WeightDType:          weightDType,
+		RoutedExperts:        routed,
 	}, nil
 }
 
