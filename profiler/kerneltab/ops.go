@@ -87,16 +87,10 @@ func (t *Tables) GenerationAttentionUs(batch, heads, kvHeads, headDim int, kv DT
 // GPU is read at: k itself where measured, else the largest measured count below it (the
 // batch grows by the ratio), or k where none is below it.
 func foldKVHeads(axis []float64, k float64) float64 {
-	if _, ok := slices.BinarySearch(axis, k); ok {
-		return k
+	if i, ok := slices.BinarySearch(axis, k); !ok && i > 0 {
+		return axis[i-1]
 	}
-	K := k
-	for _, a := range axis {
-		if a < k {
-			K = a
-		}
-	}
-	return K
+	return k
 }
 
 // GenerationAttentionFromMemoryUs is GenerationAttentionUs with the KV cache read from

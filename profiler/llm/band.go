@@ -67,15 +67,11 @@ func RegimeOf(p *formats.LLMProfile) Regime {
 	// The profile says so (routed_experts); one written before it did names a catalogue
 	// model, or a model a user brought (--llm-config, named by its folder) whose engine id
 	// may still name a catalogue model or checkpoint.
-	if p.RoutedExperts > 0 {
-		r.MoE = true
-		if m, err := LookupHF(p.HFModel); err == nil && p.HFModel != "" {
-			r.Shapes = m.Name
-		}
-	} else if m, err := Lookup(p.Model); err == nil {
-		r.MoE = m.MoE != nil
+	r.MoE = p.RoutedExperts > 0
+	if m, err := Lookup(p.Model); err == nil {
+		r.MoE = r.MoE || m.MoE != nil
 	} else if m, err := LookupHF(p.HFModel); err == nil && p.HFModel != "" {
-		r.MoE, r.Shapes = m.MoE != nil, m.Name
+		r.MoE, r.Shapes = r.MoE || m.MoE != nil, m.Name
 	}
 	r.Version = p.Engine.Version()
 	return r
