@@ -98,3 +98,28 @@ func TestEmptyManifest(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateCounts: the error's head counts the problems and the files they are in, a file
+// of several documents once, whatever number of its documents fail.
+func TestValidateCounts(t *testing.T) {
+	bad := strings.Replace(kedaDoc, "maxReplicaCount: 4", "maxReplicaCount: -1", 1)
+	worse := strings.Replace(bad, "pollingInterval: 15", "pollingInterval: 15\n  bogus: true", 1)
+	for _, tc := range []struct {
+		name  string
+		files Files
+		want  string
+	}{
+		{"one problem", Files{"deploy/so.yaml": []byte(bad)}, "export: 1 problem(s) in 1 file(s):\n"},
+		{"two in one document", Files{"deploy/so.yaml": []byte(worse)}, "export: 2 problem(s) in 1 file(s):\n"},
+		{"three documents of one file", Files{"deploy/so.yaml": []byte(bad + "\n---\n" + bad + "\n---\n" + worse)},
+			"export: 4 problem(s) in 1 file(s):\n"},
+		{"two files", Files{"deploy/a.yaml": []byte(bad), "deploy/b.yaml": []byte(worse)}, "export: 3 problem(s) in 2 file(s):\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Validate(tc.files)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("Validate: %v, want it to open %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -79,9 +79,21 @@ func (r *Registry) Validate(files Files, deploy Deployable) error {
 		errs = r.runtimeRules(files, deploy)
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("export: %d invalid file(s):\n%s", len(errs), strings.Join(errs, "\n"))
+		return fmt.Errorf("export: %d problem(s) in %d file(s):\n%s", len(errs), filesNamed(errs), strings.Join(errs, "\n"))
 	}
 	return nil
+}
+
+// filesNamed is how many files errs name: each opens with its file, "name: …" or, in a file
+// of several documents, "name (document i): …".
+func filesNamed(errs []string) int {
+	files := map[string]bool{}
+	for _, e := range errs {
+		f, _, _ := strings.Cut(e, ": ")
+		f, _, _ = strings.Cut(f, " (document ")
+		files[f] = true
+	}
+	return len(files)
 }
 
 // Documents splits a YAML stream into its documents (at lines that are "---"), dropping
