@@ -45,9 +45,10 @@ type Prediction struct {
 	// Method is how it was predicted (PredictionMethodSim).
 	Method string `json:"method"`
 	// Basis says what load factor 1 is: PredictionBasisRates (the workload's rates, which the
-	// plan was sized for: a miss there is an error) or PredictionBasisStated (the throughput
-	// the plan states it serves, a PPipe or cascade plan's capacity: a miss there is reported
-	// with the rate each application does sustain, SustainedRPS).
+	// plan was sized for: a miss there is an error) or PredictionBasisStated (a throughput
+	// plan's planned rates, a capacity: a PPipe model's target_rps, a cascade's qps_max; a
+	// miss there is reported with the rate each application does sustain, SustainedRPS,
+	// which a PPipe plan states as its throughput_rps). The stored name predates that rule.
 	Basis string `json:"basis"`
 	// Policy is the runtime policy simulated (the plan's own).
 	Policy string `json:"policy"`

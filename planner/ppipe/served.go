@@ -54,10 +54,10 @@ func capacity(m ppipesec.PPipeModelPlan) float64 {
 	return s
 }
 
-// Unchecked lists the models of pl whose prediction misses their target at the rate the plan
-// states while the headroom search, stopped early, established no load they hold: what they
-// serve within the SLO is unknown (ServedRPS is not ok), yet the rate stated is known to be
-// too high, so the plan can state nothing true for them.
+// Unchecked lists the models of pl whose prediction misses their target at the planned rate
+// (target_rps) while the headroom search, stopped early, established no load they hold:
+// what they serve within the SLO is unknown (ServedRPS is not ok), yet the planned rate is
+// known to be too high, so the plan can state nothing true for them.
 func Unchecked(pl *formats.Plan) []string {
 	pp, pr := ppipesec.PlanOf(pl), pl.Prediction
 	if pp == nil || pr == nil || pr.HeadroomSearch == nil || !pr.HeadroomSearch.StoppedEarly {
@@ -70,7 +70,7 @@ func Unchecked(pl *formats.Plan) []string {
 		}
 		for _, a := range pr.Apps {
 			if a.Name == m.Model && !a.Meets {
-				out = append(out, fmt.Sprintf("model %s: %.2f%% on time at its stated %.4g req/s (target %.4g%%)", m.Model, 100*a.Attainment, a.RateRPS, 100*a.Target))
+				out = append(out, fmt.Sprintf("model %s: %.2f%% on time at its planned %.4g req/s (target %.4g%%)", m.Model, 100*a.Attainment, a.RateRPS, 100*a.Target))
 			}
 		}
 	}

@@ -283,7 +283,7 @@ func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, p
 			recorded[a.Name] = a
 		}
 	}
-	basis := pr.Basis
+	basis := predict.BasisPhrase(pr)
 	if n := predict.ArrivalsName(pr); n != "" {
 		basis += ", " + n
 	}
@@ -320,7 +320,7 @@ func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, p
 			line = fmt.Sprintf("%s at %.4g req/s, the rate the plan is sized for: attainment %.2f%%, target %.0f%%: %s", a.Name, a.RateRPS, 100*a.Attainment, 100*a.Target, line)
 		case stated && a.SustainedRPS <= 0:
 			name, ok = missCheck, allowMiss
-			line = fmt.Sprintf("%s at every rate tried down to %.4g req/s: attainment %.2f%% at its stated %.4g req/s, target %.0f%%: %s", a.Name, sim.PredictLowestLoad*a.RateRPS, 100*a.Attainment, a.RateRPS, 100*a.Target, line)
+			line = fmt.Sprintf("%s at every rate tried down to %.4g req/s: attainment %.2f%% at its planned %.4g req/s, target %.0f%%: %s", a.Name, sim.PredictLowestLoad*a.RateRPS, 100*a.Attainment, a.RateRPS, 100*a.Target, line)
 		case stated && had && rec.SustainedRPS > 0 && a.SustainedRPS < rec.SustainedRPS*(1-tol):
 			// What a user sized by is no longer what the plan sustains.
 			ok, name = false, "sustained_rps"

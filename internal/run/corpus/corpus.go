@@ -99,7 +99,7 @@ type Outcome struct {
 	// contract, planner.ErrNoSolution), or found one the limit left no time to check
 	// (sim.ErrPredictionDeadline): no plan is written, so the property does not apply.
 	NoPlanInTime bool `json:"no_plan_in_time,omitempty"`
-	// Sustained is each model's sustained_rps over its stated rate in the written plan's
+	// Sustained is each model's sustained_rps over its planned rate in the written plan's
 	// prediction: how far the planner's capacity model is from the simulation that judges it.
 	Sustained []float64 `json:"sustained_share,omitempty"`
 	// SolveSeconds is the solve command's wall time (inputs to written plan, prediction
@@ -150,7 +150,7 @@ type Report struct {
 	Outcomes []Outcome      `json:"outcomes"`
 }
 
-// SustainedShares are every written plan's models' sustained_rps over their stated rates,
+// SustainedShares are every written plan's models' sustained_rps over their planned rates,
 // sorted.
 func (r *Report) SustainedShares() []float64 {
 	var xs []float64

@@ -69,3 +69,48 @@ func TestStoppedSearchPhrases(t *testing.T) {
 		})
 	}
 }
+
+// TestPlannedRatePhrases: a throughput plan's lines call the rate it was simulated at its
+// planned rate and the sustained one the rate to size by, never the "stated" rate (a PPipe
+// plan states the sustained rate as its throughput_rps); a plan sized to the workload's
+// rates names those.
+func TestPlannedRatePhrases(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		basis     string
+		meets     bool
+		want, not []string
+	}{
+		{"throughput plan past what it serves", formats.PredictionBasisStated, false,
+			[]string{"its planned rates are past what it serves within its targets", "holds its targets up to 0.5× its planned rates", "size by m0 50 req/s (planned 100)"},
+			[]string{"stated"}},
+		{"plan sized to rates", formats.PredictionBasisRates, true, []string{"meets its targets", "holds its targets up to 1.5× its rates"},
+			[]string{"planned", "size by"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := 0.5
+			if tc.meets {
+				h = 1.5
+			}
+			pr := &formats.Prediction{Method: formats.PredictionMethodSim, Basis: tc.basis, DurationS: 20, Seed: 1, Headroom: h, HeadroomCap: 2, Meets: tc.meets,
+				Apps: []formats.AppPrediction{{Name: "m0", Attainment: 0.9, Target: 0.99, Meets: tc.meets, RateRPS: 100, SustainedRPS: 50, P99Ms: 12}}}
+			if tc.meets {
+				pr.Apps[0].Attainment, pr.Apps[0].SustainedRPS = 1, 150
+			}
+			got := Line(pr)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("missing %q in:\n%s", w, got)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(got, n) {
+					t.Errorf("%q in:\n%s", n, got)
+				}
+			}
+			if want := map[string]string{formats.PredictionBasisStated: "its planned rate", formats.PredictionBasisRates: "workload rates"}[tc.basis]; BasisPhrase(pr) != want {
+				t.Errorf("BasisPhrase = %q, want %q", BasisPhrase(pr), want)
+			}
+		})
+	}
+}

@@ -136,6 +136,17 @@ func Misses(pr *formats.Prediction) []string {
 	return out
 }
 
+// BasisPhrase names a prediction's load factor 1 for a reader: the workload's rates, or a
+// throughput plan's planned rates (formats.PredictionBasisStated, whose stored name predates
+// the rule that a PPipe plan states what it serves: the rate simulated is the model's
+// target_rps, the formulation's, and throughput_rps is what it sustains).
+func BasisPhrase(pr *formats.Prediction) string {
+	if pr.Basis == formats.PredictionBasisStated {
+		return "its planned rate"
+	}
+	return pr.Basis
+}
+
 // Line is the one-line summary solve and check print.
 func Line(pr *formats.Prediction) string {
 	worst := worstApp(pr)
@@ -146,7 +157,7 @@ func Line(pr *formats.Prediction) string {
 	verdict, rates := "meets its targets", "its rates"
 	switch {
 	case !pr.Meets && pr.Basis == formats.PredictionBasisStated:
-		verdict, rates = "its stated rates are past what it serves within its targets", "its stated rates"
+		verdict, rates = "its planned rates are past what it serves within its targets", "its planned rates"
 	case !pr.Meets:
 		verdict = "MISSES ITS TARGET"
 	}
@@ -184,9 +195,9 @@ func Line(pr *formats.Prediction) string {
 }
 
 // SizeBy is the rate the plan tells a user to size application a by: the workload's rate
-// for a plan sized to rates (load 1), and for a plan that states its throughput (a
-// capacity, past which attainment falls) the rate it sustains within its target in every
-// run, capped at the stated rate. `plan check` holds each application to its target there.
+// for a plan sized to rates (load 1), and for a plan that maximises throughput (simulated at
+// its planned rates, a capacity past which attainment falls) the rate it sustains within its
+// target in every run, capped at the planned rate. `plan check` holds each application to its target there.
 func SizeBy(pr *formats.Prediction, a formats.AppPrediction) float64 {
 	if pr.Basis == formats.PredictionBasisStated && a.SustainedRPS < a.RateRPS {
 		return a.SustainedRPS
@@ -194,8 +205,9 @@ func SizeBy(pr *formats.Prediction, a formats.AppPrediction) float64 {
 	return a.RateRPS
 }
 
-// SizeByPhrase says what rate to size a stated-throughput plan by ("size by m0 1773
-// req/s (stated 2117)"), "" for a plan sized to the workload's rates (its rates are the
+// SizeByPhrase says what rate to size a throughput plan by ("size by m0 1773 req/s
+// (planned 2117)": a PPipe plan states the first as the model's throughput_rps, the second
+// is its target_rps, the formulation's), "" for a plan sized to the workload's rates (its rates are the
 // answer) or one predicted without a headroom search.
 func SizeByPhrase(pr *formats.Prediction) string {
 	if pr.Basis != formats.PredictionBasisStated {
@@ -209,11 +221,11 @@ func SizeByPhrase(pr *formats.Prediction) string {
 		switch {
 		case pr.HeadroomSearch != nil && a.SustainedRPS == 0:
 			// The search stopped before it established a rate: none is known, not 0.
-			parts = append(parts, fmt.Sprintf("%s not established (stated %.4g)", a.Name, a.RateRPS))
+			parts = append(parts, fmt.Sprintf("%s not established (planned %.4g)", a.Name, a.RateRPS))
 		case pr.HeadroomSearch != nil && a.SustainedRPS < a.RateRPS:
-			parts = append(parts, fmt.Sprintf("%s %.4g req/s or more (stated %.4g)", a.Name, SizeBy(pr, a), a.RateRPS))
+			parts = append(parts, fmt.Sprintf("%s %.4g req/s or more (planned %.4g)", a.Name, SizeBy(pr, a), a.RateRPS))
 		default:
-			parts = append(parts, fmt.Sprintf("%s %.4g req/s (stated %.4g)", a.Name, SizeBy(pr, a), a.RateRPS))
+			parts = append(parts, fmt.Sprintf("%s %.4g req/s (planned %.4g)", a.Name, SizeBy(pr, a), a.RateRPS))
 		}
 	}
 	return "size by " + strings.Join(parts, ", ")

@@ -170,7 +170,7 @@ func runBenchCorpus(cmd *cobra.Command, app *App, o *benchCorpusOptions) error {
 			// How far the planner's stated throughput is from what the simulation sustains
 			// within the SLO (the rate plan check holds a plan to): the capacity model's error.
 			q := func(p float64) float64 { return quantile.Percentile(xs, p) }
-			fmt.Fprintf(app.Out, "sustained_rps / stated rate over %d models: min %.3f, p10 %.3f, median %.3f, p90 %.3f; %.1f%% at >= 0.95\n",
+			fmt.Fprintf(app.Out, "sustained_rps / planned rate over %d models: min %.3f, p10 %.3f, median %.3f, p90 %.3f; %.1f%% at >= 0.95\n",
 				len(xs), xs[0], q(10), q(50), q(90), 100*float64(len(xs)-sort.SearchFloat64s(xs, 0.95))/float64(len(xs)))
 		}
 		corpusName := "cases"
