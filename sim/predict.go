@@ -275,6 +275,31 @@ func (p *Prediction) CompleteBy(ctx context.Context, deadline time.Time) (*forma
 	return pr, nil
 }
 
+// HoldsAt reports whether application app holds its targets at load in its first run and in
+// every replication, seeded as the headroom search seeds each load it tries: the test
+// sustained applies. A load a search established as held (a recorded sustained_rps) holds
+// here again while the plan, its inputs and the runtime are unchanged, whatever other loads
+// another search tried: where attainment sits within the sampling noise of the target over
+// a range of rates it is not monotone in the rate, and two searches over different loads
+// can stop a resolution step or more apart.
+func (p *Prediction) HoldsAt(ctx context.Context, load float64, app int) (bool, error) {
+	if app < 0 || app >= len(p.at1.Apps) || !(load > 0) {
+		return false, fmt.Errorf("predicting the plan: no application %d at load %g", app, load)
+	}
+	cfg := *p.cfg
+	v := *p.v
+	v.cfg, v.reps = &cfg, map[float64][]Point{}
+	first, err := v.establish(ctx, load)
+	if err != nil {
+		return false, err
+	}
+	held := p.j.app(first, app)
+	for k := range v.reps[load] {
+		held = held && p.j.app(&v.reps[load][k], app)
+	}
+	return held, nil
+}
+
 // loadsTried are the loads of points, ascending, each once.
 func loadsTried(points []Point) []float64 {
 	var out []float64

@@ -264,7 +264,10 @@ const missCheck = "miss"
 // is a capacity, past which attainment falls. An application that misses there is a MISS
 // line and fails the check (--allow-miss reports it and passes), whatever the plan records:
 // a plan written with --accept-miss misses. A recorded prediction must be reproduced within
-// its sampling error, and a stated-throughput plan's sustained rate within tol.
+// its sampling error, and a stated-throughput plan's sustained rate within tol, or, where
+// this search stops lower, the recorded rate must hold again as the solve's search ran it
+// (sim.Prediction.HoldsAt: searches over other loads part where attainment is not monotone
+// in the rate).
 // arrivals other than the recorded ones ("" = those) ask a new question: the recorded
 // prediction answered another, so it is not compared.
 func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, plan *formats.Plan, arrivals string, allowMiss bool, tol float64) {
@@ -272,7 +275,11 @@ func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, p
 	if arrivals == "" {
 		arrivals = recordedArrivals
 	}
-	pr, err := predict.PlanArrivals(ctx, reg, plan, arrivals)
+	sp, err := predict.Start(ctx, reg, plan, arrivals, time.Time{})
+	var pr *formats.Prediction
+	if err == nil {
+		pr, err = sp.Complete(ctx)
+	}
 	if err != nil {
 		lg.add("predict", planner.Check{Line: err.Error(), Name: "prediction"})
 		return
@@ -287,7 +294,7 @@ func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, p
 	if n := predict.ArrivalsName(pr); n != "" {
 		basis += ", " + n
 	}
-	for _, a := range pr.Apps {
+	for i, a := range pr.Apps {
 		val, lim := a.Attainment, a.Target
 		p99 := run.FmtLatencyMs(a.P99Ms)
 		if e := a.LatencyError; e != nil {
@@ -322,10 +329,23 @@ func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, p
 			name, ok = missCheck, allowMiss
 			line = fmt.Sprintf("%s at every rate tried down to %.4g req/s: attainment %.2f%% at its planned %.4g req/s, target %.0f%%: %s", a.Name, sim.PredictLowestLoad*a.RateRPS, 100*a.Attainment, a.RateRPS, 100*a.Target, line)
 		case stated && had && rec.SustainedRPS > 0 && a.SustainedRPS < rec.SustainedRPS*(1-tol):
-			// What a user sized by is no longer what the plan sustains.
-			ok, name = false, "sustained_rps"
-			val, lim = a.SustainedRPS, rec.SustainedRPS*(1-tol)
-			line += fmt.Sprintf("; it recorded sustaining %.4g req/s (tolerance %.2f%%)", rec.SustainedRPS, tol*100)
+			// This search stopped below the recorded rate. Where the recorded rate holds
+			// again as the solve's search ran it, the two searches parted over loads the
+			// other did not try; where it does not, what a user sized by is no longer what
+			// the plan sustains.
+			load := math.Round(rec.SustainedRPS/a.RateRPS*1e4) / 1e4
+			held, err := sp.HoldsAt(ctx, load, i)
+			switch {
+			case err != nil:
+				ok, name = false, "sustained_rps"
+				line += fmt.Sprintf("; it recorded sustaining %.4g req/s, which could not be run again: %v", rec.SustainedRPS, err)
+			case held:
+				line += fmt.Sprintf("; at the %.4g req/s it recorded sustaining every run holds the target again (this search's other loads found a miss between: attainment this close to the target is not monotone in the rate)", rec.SustainedRPS)
+			default:
+				ok, name = false, "sustained_rps"
+				val, lim = a.SustainedRPS, rec.SustainedRPS*(1-tol)
+				line += fmt.Sprintf("; it recorded sustaining %.4g req/s (tolerance %.2f%%), where a run now misses the target", rec.SustainedRPS, tol*100)
+			}
 		case stated && !a.Meets:
 			line += fmt.Sprintf("; %.4g req/s, the rate it was simulated at, is a capacity past what it serves within its SLO: size by %.4g req/s", a.RateRPS, a.SustainedRPS)
 		}
